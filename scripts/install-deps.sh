@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package geofs needs to build, test and benchmark.
+# Idempotent: packages already present are skipped by apt.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libboost-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  librocksdb-dev liburing-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libzstd-dev libssl-dev libcurl4-openssl-dev
+  libnfs-dev libnfs-utils libcli11-dev nlohmann-json3-dev libfuse3-dev fuse3
+  clang libclang-rt-14-dev
+  rpcbind
+)
+
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(nfs-ganesha nfs-ganesha-vfs)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq
+  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,154 @@
+#include "xdr/xdr.h"
+
+#include <cstring>
+
+namespace geofs::xdr {
+namespace {
+
+uint32_t LoadBe32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+
+void StoreBe32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+
+constexpr uint8_t kZeros[4] = {0, 0, 0, 0};
+
+}  // namespace
+
+bool Decoder::Take(size_t n, const uint8_t** p) {
+  if (!ok_ || n > remaining()) {
+    ok_ = false;
+    return false;
+  }
+  *p = data_.data() + pos_;
+  pos_ += n;
+  return true;
+}
+
+bool Decoder::U32(uint32_t* out) {
+  const uint8_t* p;
+  if (!Take(4, &p)) return false;
+  *out = LoadBe32(p);
+  return true;
+}
+
+bool Decoder::I32(int32_t* out) {
+  uint32_t v;
+  if (!U32(&v)) return false;
+  *out = static_cast<int32_t>(v);
+  return true;
+}
+
+bool Decoder::U64(uint64_t* out) {
+  const uint8_t* p;
+  if (!Take(8, &p)) return false;
+  *out = (uint64_t{LoadBe32(p)} << 32) | LoadBe32(p + 4);
+  return true;
+}
+
+bool Decoder::I64(int64_t* out) {
+  uint64_t v;
+  if (!U64(&v)) return false;
+  *out = static_cast<int64_t>(v);
+  return true;
+}
+
+bool Decoder::Bool(bool* out) {
+  uint32_t v;
+  if (!U32(&v)) return false;
+  if (v > 1) {
+    ok_ = false;
+    return false;
+  }
+  *out = v == 1;
+  return true;
+}
+
+bool Decoder::FixedOpaque(size_t len, std::span<const uint8_t>* out) {
+  const uint8_t* p;
+  // Check the padded length against what is present before taking anything.
+  if (len > remaining() || Pad4(len) > remaining()) {
+    ok_ = false;
+    return false;
+  }
+  if (!Take(Pad4(len), &p)) return false;
+  *out = {p, len};
+  return true;
+}
+
+bool Decoder::Opaque(size_t max_len, std::span<const uint8_t>* out) {
+  uint32_t len;
+  if (!U32(&len)) return false;
+  if (len > max_len) {
+    ok_ = false;
+    return false;
+  }
+  return FixedOpaque(len, out);
+}
+
+bool Decoder::String(size_t max_len, std::string_view* out) {
+  std::span<const uint8_t> bytes;
+  if (!Opaque(max_len, &bytes)) return false;
+  *out = {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+  return true;
+}
+
+void Encoder::Append(const void* p, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  inline_.insert(inline_.end(), b, b + n);
+}
+
+void Encoder::U32(uint32_t v) {
+  uint8_t b[4];
+  StoreBe32(b, v);
+  Append(b, 4);
+}
+
+void Encoder::U64(uint64_t v) {
+  U32(static_cast<uint32_t>(v >> 32));
+  U32(static_cast<uint32_t>(v));
+}
+
+void Encoder::FixedOpaque(std::span<const uint8_t> bytes) {
+  if (!bytes.empty()) Append(bytes.data(), bytes.size());
+  Append(kZeros, Pad4(bytes.size()) - bytes.size());
+}
+
+void Encoder::Opaque(std::span<const uint8_t> bytes) {
+  U32(static_cast<uint32_t>(bytes.size()));
+  FixedOpaque(bytes);
+}
+
+void Encoder::String(std::string_view s) {
+  Opaque({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
+}
+
+void Encoder::OpaqueRef(Buffer bytes) {
+  U32(static_cast<uint32_t>(bytes.size()));
+  size_t pad = Pad4(bytes.size()) - bytes.size();
+  referenced_bytes_ += bytes.size();
+  refs_.emplace_back(inline_.size(), std::move(bytes));
+  Append(kZeros, pad);
+}
+
+size_t Encoder::Reserve32() {
+  size_t slot = inline_.size();
+  Append(kZeros, 4);
+  return slot;
+}
+
+void Encoder::Patch32(size_t slot, uint32_t v) { StoreBe32(inline_.data() + slot, v); }
+
+std::vector<uint8_t> Encoder::Flatten() const {
+  std::vector<uint8_t> out;
+  out.reserve(size());
+  ForEachSegment([&](std::span<const uint8_t> s) { out.insert(out.end(), s.begin(), s.end()); });
+  return out;
+}
+
+}  // namespace geofs::xdr
