@@ -1,0 +1,205 @@
+// geofs-spoked: serves a directory over NFSv3 + MOUNT v3 (standalone mode).
+// main() only parses flags and wires the parts together.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "common/logging.h"
+#include "mount/mount_program.h"
+#include "nfs3/export.h"
+#include "nfs3/handle_codec.h"
+#include "nfs3/nfs_program.h"
+#include "portmap/portmap_program.h"
+#include "rpc/server.h"
+#include "vfs/local_backend.h"
+
+namespace geofs {
+namespace {
+
+struct Flags {
+  std::string export_dir;
+  std::string listen = "127.0.0.1";
+  uint16_t nfs_port = 2049;
+  uint16_t mount_port = 0;
+  std::optional<uint16_t> portmap_port;
+  bool read_only = false;
+  std::string squash = "root";
+  uint32_t anon_uid = 65534;
+  uint32_t anon_gid = 65534;
+  std::vector<std::string> allow;
+  std::string state_dir;
+  std::string log_level = "info";
+  size_t worker_threads = 16;
+};
+
+// Where the handle key lives when --state-dir is not given: one folder per
+// export directory, so two standalone servers never share a key by accident.
+std::string DefaultStateDir(const std::string& export_dir) {
+  std::string base = getuid() == 0 ? "/var/lib/geofs" : [] {
+    const char* home = std::getenv("HOME");
+    return std::string(home ? home : "/tmp") + "/.local/state/geofs";
+  }();
+  std::string id = std::to_string(nfs3::ExportIdForPath(export_dir));
+  return base + "/standalone-" + id;
+}
+
+// Blocks until SIGINT or SIGTERM. The signals are blocked in every thread
+// (set before any thread starts), so only this sigwait sees them.
+int WaitForStopSignal(const sigset_t& signals) {
+  int sig = 0;
+  sigwait(&signals, &sig);
+  return sig;
+}
+
+int Run(const Flags& flags, const sigset_t& stop_signals) {
+  auto log = GetLogger("spoked");
+
+  std::error_code ec;
+  std::string export_dir = std::filesystem::weakly_canonical(flags.export_dir, ec).string();
+  if (ec || !std::filesystem::is_directory(export_dir)) {
+    log->error("--export-dir {}: not a directory", flags.export_dir);
+    return 2;
+  }
+  std::string state_dir = flags.state_dir.empty() ? DefaultStateDir(export_dir) : flags.state_dir;
+  std::filesystem::create_directories(state_dir, ec);
+  if (ec) {
+    log->error("--state-dir {}: {}", state_dir, ec.message());
+    return 2;
+  }
+
+  auto squash = nfs3::ParseSquash(flags.squash);
+  if (!squash.ok()) {
+    log->error("--squash {}: {}", flags.squash, squash.status().ToString());
+    return 2;
+  }
+  nfs3::ExportOptions export_options;
+  export_options.path = "/";
+  export_options.read_only = flags.read_only;
+  export_options.squash = *squash;
+  export_options.anon_uid = flags.anon_uid;
+  export_options.anon_gid = flags.anon_gid;
+  for (const auto& text : flags.allow) {
+    auto cidr = nfs3::Cidr::Parse(text);
+    if (!cidr.ok()) {
+      log->error("--allow {}: {}", text, cidr.status().ToString());
+      return 2;
+    }
+    export_options.allow.push_back(*cidr);
+  }
+  if (flags.portmap_port && (flags.nfs_port == 0 || flags.mount_port == 0)) {
+    log->error("--portmap-port needs fixed --nfs-port and --mount-port to advertise");
+    return 2;
+  }
+
+  auto backend = vfs::LocalBackend::Open(export_dir);
+  if (!backend.ok()) {
+    log->error("cannot serve {}: {}", export_dir, backend.status().ToString());
+    return 1;
+  }
+  auto key = nfs3::HandleCodec::LoadOrCreateKey(state_dir + "/handle.key");
+  if (!key.ok()) {
+    log->error("handle key in {}: {}", state_dir, key.status().ToString());
+    return 1;
+  }
+  nfs3::HandleCodec codec(*key);
+  nfs3::ExportTable exports;
+  if (auto added = exports.Add(export_options, backend->get()); !added.ok()) {
+    log->error("export {}: {}", export_dir, added.status().ToString());
+    return 1;
+  }
+
+  // Every port serves every program; distinct ports only matter to clients
+  // that are told where to find each program.
+  rpc::RpcServerOptions server_options;
+  server_options.listen_address = flags.listen;
+  server_options.worker_threads = flags.worker_threads;
+  server_options.ports = {flags.nfs_port};
+  size_t mount_index = 0;
+  if (flags.mount_port != flags.nfs_port || flags.nfs_port == 0) {
+    mount_index = server_options.ports.size();
+    server_options.ports.push_back(flags.mount_port);
+  }
+  if (flags.portmap_port) server_options.ports.push_back(*flags.portmap_port);
+
+  rpc::RpcServer server(server_options);
+  auto nfs = std::make_shared<nfs3::NfsProgram>(&exports, &codec);
+  auto mount = std::make_shared<mount::MountProgram>(&exports, &codec);
+  Status registered = server.Register(nfs);
+  if (registered.ok()) registered = server.Register(mount);
+  if (registered.ok() && flags.portmap_port) {
+    std::vector<portmap::Mapping> table = {
+        {nfs->program(), 3, portmap::kProtocolTcp, flags.nfs_port},
+        {mount->program(), 3, portmap::kProtocolTcp, flags.mount_port},
+        {portmap::kProgram, portmap::kVersion, portmap::kProtocolTcp, *flags.portmap_port},
+    };
+    registered = server.Register(std::make_shared<portmap::PortmapProgram>(std::move(table)));
+  }
+  if (!registered.ok()) {
+    log->error("{}", registered.ToString());
+    return 1;
+  }
+  if (Status started = server.Start(); !started.ok()) {
+    log->error("cannot listen on {}: {}", flags.listen, started.ToString());
+    return 1;
+  }
+  const auto& ports = server.bound_ports();
+  std::string portmap_text =
+      flags.portmap_port ? " portmap=" + std::to_string(ports.back()) : std::string();
+  log->info("serving {} as export / {}; listening on {} nfs={} mount={}{}", export_dir,
+            flags.read_only ? "read-only" : "read-write", flags.listen, ports[0], ports[mount_index],
+            portmap_text);
+
+  int sig = WaitForStopSignal(stop_signals);
+  log->info("signal {} received, stopping", sig);
+  server.Stop();
+  log->info("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace geofs
+
+int main(int argc, char** argv) {
+  geofs::Flags flags;
+  CLI::App app{"geofs-spoked: serves a directory over NFSv3"};
+  app.add_option("--export-dir", flags.export_dir, "Directory served as export /")->required();
+  app.add_option("--listen", flags.listen, "Address to listen on")->capture_default_str();
+  app.add_option("--nfs-port", flags.nfs_port, "NFS port (0: pick a free one)")
+      ->capture_default_str();
+  app.add_option("--mount-port", flags.mount_port,
+                 "MOUNT port; may equal --nfs-port (0: pick a free one)")
+      ->capture_default_str();
+  app.add_option("--portmap-port", flags.portmap_port, "Also answer PORTMAP v2 on this port");
+  app.add_flag("--read-only", flags.read_only, "Refuse every change");
+  app.add_option("--squash", flags.squash, "Identity squashing: root, none or all")
+      ->capture_default_str();
+  app.add_option("--anon-uid", flags.anon_uid, "uid of squashed callers")->capture_default_str();
+  app.add_option("--anon-gid", flags.anon_gid, "gid of squashed callers")->capture_default_str();
+  app.add_option("--allow", flags.allow, "Client address prefix allowed (CIDR); repeatable");
+  app.add_option("--state-dir", flags.state_dir,
+                 "Keeps the file-handle key (default: /var/lib/geofs/standalone-<id>)");
+  app.add_option("--worker-threads", flags.worker_threads, "Threads running NFS procedures")
+      ->capture_default_str();
+  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  if (!geofs::SetLogLevel(flags.log_level)) {
+    std::fprintf(stderr, "--log-level %s: unknown level\n", flags.log_level.c_str());
+    return 2;
+  }
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A client that resets its connection must not kill the server on write.
+  std::signal(SIGPIPE, SIG_IGN);
+  return geofs::Run(flags, stop_signals);
+}
