@@ -4,50 +4,27 @@
 //   geofs-nfs-load --prepare DIR
 //   geofs-nfs-load --url 'nfs://127.0.0.1/EXPORT?version=3&nfsport=P&mountport=M'
 //                  --workload seq --connections 4 --qd 8 --duration 10 --json out.json
-#include <sys/resource.h>
-
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "data_set.h"
-#include "load_driver.h"
-#include "nfs_url.h"
-#include "rpc_connection.h"
+#include "load_run.h"
 #include "workloads.h"
 
 namespace geofs::bench {
 namespace {
 
-constexpr std::chrono::seconds kConnectTimeout(10);
-
 struct Options {
   std::string prepare_dir;
-  std::string url;
-  std::string workload;
   std::string label;
   std::string json_path;
-  int connections = 4;
-  int queue_depth = 8;
-  double duration_s = 10;
-  double warmup_s = 0;
-  std::optional<uint64_t> ops;
-  WorkloadOptions load;
+  LoadConfig run;
 };
-
-double CpuSeconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
 
 double Micros(uint64_t ns) { return ns / 1e3; }
 
@@ -60,24 +37,17 @@ nlohmann::json LatencyJson(const LatencyHistogram& h) {
           {"max_us", Micros(h.max_ns())}};
 }
 
-struct RunResult {
-  RunStats stats;
-  double seconds = 0;
-  double client_cpu_s = 0;
-  std::string op_description;
-};
-
-nlohmann::json ResultJson(const Options& opt, const RunResult& r) {
+nlohmann::json ResultJson(const Options& opt, const LoadResult& r) {
   const RunStats& s = r.stats;
   nlohmann::json calls = nlohmann::json::object();
   for (int p = 0; p < kNfs3ProcCount; ++p) {
     if (s.call_latency[p].count() > 0) calls[Nfs3ProcName(p)] = LatencyJson(s.call_latency[p]);
   }
-  return {{"workload", opt.workload},
+  return {{"workload", opt.run.workload},
           {"label", opt.label},
           {"op", r.op_description},
-          {"connections", opt.connections},
-          {"queue_depth", opt.queue_depth},
+          {"connections", opt.run.connections},
+          {"queue_depth", opt.run.queue_depth},
           {"seconds", r.seconds},
           {"ops", s.ops},
           {"ops_per_sec", s.ops / r.seconds},
@@ -92,12 +62,12 @@ nlohmann::json ResultJson(const Options& opt, const RunResult& r) {
           {"calls", calls}};
 }
 
-void PrintHuman(const Options& opt, const RunResult& r) {
+void PrintHuman(const Options& opt, const LoadResult& r) {
   const RunStats& s = r.stats;
   auto ms = [](uint64_t ns) { return ns / 1e6; };
-  std::printf("%s%s%s: %d conn x QD %d, %.1f s, op = %s\n", opt.workload.c_str(),
-              opt.label.empty() ? "" : " @ ", opt.label.c_str(), opt.connections,
-              opt.queue_depth, r.seconds, r.op_description.c_str());
+  std::printf("%s%s%s: %d conn x QD %d, %.1f s, op = %s\n", opt.run.workload.c_str(),
+              opt.label.empty() ? "" : " @ ", opt.label.c_str(), opt.run.connections,
+              opt.run.queue_depth, r.seconds, r.op_description.c_str());
   std::printf("  %.0f ops/s  %.1f MB/s  %.0f items/s  errors %llu  client CPU %.2f s\n",
               s.ops / r.seconds, s.bytes / r.seconds / 1e6, s.items / r.seconds,
               static_cast<unsigned long long>(s.errors), r.client_cpu_s);
@@ -114,81 +84,33 @@ void PrintHuman(const Options& opt, const RunResult& r) {
   if (s.errors > 0) std::printf("  first error: %s\n", s.first_error.c_str());
 }
 
-Result<RunResult> Run(const Options& opt) {
-  GEOFS_ASSIGN_OR_RETURN(const NfsUrl url, ParseNfsUrl(opt.url));
-  GEOFS_ASSIGN_OR_RETURN(auto workload, MakeWorkload(opt.workload, opt.load));
-  GEOFS_ASSIGN_OR_RETURN(const FileHandle root, MountExport(url));
-  {
-    GEOFS_ASSIGN_OR_RETURN(auto setup, RpcConnection::Connect(url, url.nfs_port, NFS_PROGRAM,
-                                                              NFS_V3, kConnectTimeout));
-    GEOFS_RETURN_IF_ERROR(workload->Setup(*setup, root));
-  }
-
-  std::vector<std::unique_ptr<RpcConnection>> conns;
-  for (int i = 0; i < opt.connections; ++i) {
-    GEOFS_ASSIGN_OR_RETURN(auto conn, RpcConnection::Connect(url, url.nfs_port, NFS_PROGRAM,
-                                                             NFS_V3, kConnectTimeout));
-    conns.push_back(std::move(conn));
-  }
-
-  const auto start = SteadyClock::now();
-  const auto measure_start = start + std::chrono::duration_cast<SteadyClock::duration>(
-                                         std::chrono::duration<double>(opt.warmup_s));
-  const auto deadline =
-      opt.ops ? SteadyClock::time_point::max()
-              : measure_start + std::chrono::duration_cast<SteadyClock::duration>(
-                                    std::chrono::duration<double>(opt.duration_s));
-  RunControl control(measure_start, deadline, opt.ops);
-  std::vector<std::unique_ptr<Worker>> workers;
-  for (int i = 0; i < opt.connections; ++i) {
-    workers.push_back(std::make_unique<Worker>(std::move(conns[i]), workload->ForConnection(i),
-                                               opt.queue_depth, &control));
-  }
-
-  const double cpu_before = CpuSeconds();
-  std::vector<std::thread> threads;
-  for (auto& w : workers) threads.emplace_back([&w] { w->Run(); });
-  for (auto& t : threads) t.join();
-
-  RunResult result;
-  result.client_cpu_s = CpuSeconds() - cpu_before;
-  result.op_description = workload->OpDescription();
-  SteadyClock::time_point last = measure_start;
-  for (const auto& w : workers) {
-    result.stats.Merge(w->stats());
-    last = std::max(last, w->last_completion());
-  }
-  const auto end = opt.ops ? last : deadline;
-  result.seconds = std::max(std::chrono::duration<double>(end - measure_start).count(), 1e-9);
-  return result;
-}
-
 int Main(int argc, char** argv) {
   Options opt;
-  DataSetSpec& data = opt.load.data;
+  LoadConfig& run = opt.run;
+  DataSetSpec& data = run.load.data;
   CLI::App app{"geofs-nfs-load: NFSv3 load generator (libnfs async API)"};
   app.add_option("--prepare", opt.prepare_dir,
                  "Lay out the benchmark data under this local directory and exit");
-  app.add_option("--url", opt.url,
+  app.add_option("--url", run.url,
                  "nfs://HOST/EXPORT?version=3&nfsport=P&mountport=M[&uid=U&gid=G]");
-  app.add_option("--workload", opt.workload, "seq|rand4k|rand128k|dataset|meta|readdirplus")
+  app.add_option("--workload", run.workload, "seq|rand4k|rand128k|dataset|meta|readdirplus")
       ->check(CLI::IsMember(WorkloadNames()));
-  app.add_option("--connections", opt.connections, "TCP connections (one thread each)")
+  app.add_option("--connections", run.connections, "TCP connections (one thread each)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  app.add_option("--qd", opt.queue_depth, "Ops in flight per connection")
+  app.add_option("--qd", run.queue_depth, "Ops in flight per connection")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  app.add_option("--duration", opt.duration_s, "Measured seconds")
+  app.add_option("--duration", run.duration_s, "Measured seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--warmup", opt.warmup_s, "Unmeasured seconds before the measured ones")
+  app.add_option("--warmup", run.warmup_s, "Unmeasured seconds before the measured ones")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--ops", opt.ops, "Run exactly this many ops instead of --duration");
+  app.add_option("--ops", run.ops, "Run exactly this many ops instead of --duration");
   app.add_option("--label", opt.label, "Name of the server under test, copied to the report");
   app.add_option("--json", opt.json_path, "Write the result as JSON to this file ('-': stdout)");
-  app.add_option("--seed", opt.load.seed, "Seed of offsets, data set order and contents")
+  app.add_option("--seed", run.load.seed, "Seed of offsets, data set order and contents")
       ->capture_default_str();
   app.add_option("--file-size", data.big_file_bytes, "Size of seq.bin (e.g. 2GiB)")
       ->transform(CLI::AsSizeValue(false))
@@ -200,12 +122,11 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--listing-entries", data.listing_entries, "Entries of the listing directory")
       ->capture_default_str();
-  app.add_option("--readdir-maxcount", opt.load.readdir_maxcount, "READDIRPLUS maxcount bytes")
+  app.add_option("--readdir-maxcount", run.load.readdir_maxcount, "READDIRPLUS maxcount bytes")
       ->check(CLI::Range(1024, 1 << 20))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  opt.load.connections = opt.connections;
-  data.seed = opt.load.seed;
+  data.seed = run.load.seed;
 
   if (!opt.prepare_dir.empty()) {
     bool reused = false;
@@ -220,18 +141,14 @@ int Main(int argc, char** argv) {
                 std::chrono::duration<double>(SteadyClock::now() - t0).count());
     return 0;
   }
-  if (opt.url.empty() || opt.workload.empty()) {
+  if (run.url.empty() || run.workload.empty()) {
     std::fprintf(stderr, "either --prepare DIR, or --url and --workload are required\n");
     return 2;
   }
-  if (opt.ops && opt.warmup_s > 0) {
-    std::fprintf(stderr, "--warmup needs --duration, not --ops\n");
-    return 2;
-  }
 
-  const Result<RunResult> result = Run(opt);
+  const Result<LoadResult> result = RunLoad(run);
   if (!result.ok()) {
-    std::fprintf(stderr, "%s: %s\n", opt.workload.c_str(), result.status().ToString().c_str());
+    std::fprintf(stderr, "%s: %s\n", run.workload.c_str(), result.status().ToString().c_str());
     return 1;
   }
   PrintHuman(opt, *result);

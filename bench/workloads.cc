@@ -253,8 +253,12 @@ class MetaWorkload : public Workload {
 
   std::unique_ptr<ConnectionLoad> ForConnection(int index) override {
     // Unique per process and connection, so concurrent runs never collide.
-    return std::make_unique<MetaLoad>(
-        dir_, "p" + std::to_string(::getpid()) + "c" + std::to_string(index) + "-");
+    std::string prefix = "p";
+    prefix += std::to_string(::getpid());
+    prefix += "c";
+    prefix += std::to_string(index);
+    prefix += "-";
+    return std::make_unique<MetaLoad>(dir_, std::move(prefix));
   }
 
  private:

@@ -30,11 +30,11 @@ head -c 65536 /dev/urandom >"$data/val/shard-0.bin"
   --nfs-port 0 --mount-port 0 --state-dir "$work/state" 2>"$work/spoked.log" &
 daemon_pid=$!
 for _ in $(seq 100); do
-  grep -q listening "$work/spoked.log" && break
+  grep -q " nfs=[0-9]" "$work/spoked.log" && break
   kill -0 "$daemon_pid" 2>/dev/null || { cat "$work/spoked.log"; exit 1; }
   sleep 0.1
 done
-line=$(grep -m1 listening "$work/spoked.log")
+line=$(grep -m1 " nfs=[0-9]" "$work/spoked.log")
 nfs_port=$(sed -E 's/.*nfs=([0-9]+).*/\1/' <<<"$line")
 mount_port=$(sed -E 's/.*mount=([0-9]+).*/\1/' <<<"$line")
 url="nfs://127.0.0.1/?version=3&nfsport=$nfs_port&mountport=$mount_port&autoreconnect=0"

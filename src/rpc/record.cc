@@ -1,6 +1,7 @@
 #include "rpc/record.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -20,23 +21,25 @@ RecordReader::RecordReader(size_t max_record_bytes, size_t staging_bytes)
 std::span<uint8_t> RecordReader::ReadTarget() {
   // A large remainder of a fragment is read in place; smaller pieces go
   // through staging so that one read can pick up several small records.
-  direct_read_ = in_fragment_ && staged_ == 0 && fragment_left_ >= staging_bytes_ / 2;
+  direct_read_ = in_fragment_ && begin_ == end_ && fragment_left_ >= staging_bytes_ / 2;
   if (direct_read_) return {record_.get() + record_len_, fragment_left_};
-  return {staging_.get() + staged_, staging_bytes_ - staged_};
+  // What is left is at most a partial fragment mark: cheap to move.
+  if (begin_ > 0) {
+    std::memmove(staging_.get(), staging_.get() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  return {staging_.get() + end_, staging_bytes_ - end_};
 }
 
-Status RecordReader::Commit(size_t n, std::vector<Record>* out) {
-  if (!failure_.ok()) return failure_;
+void RecordReader::Commit(size_t n) {
   if (direct_read_) {
     direct_read_ = false;
     record_len_ += n;
     fragment_left_ -= n;
-    if (fragment_left_ == 0) FinishFragment(out);
-    return Status::Ok();
+  } else {
+    end_ += n;
   }
-  staged_ += n;
-  failure_ = ProcessStaged(out);
-  return failure_;
 }
 
 Status RecordReader::Feed(std::span<const uint8_t> bytes, std::vector<Record>* out) {
@@ -44,36 +47,45 @@ Status RecordReader::Feed(std::span<const uint8_t> bytes, std::vector<Record>* o
     std::span<uint8_t> target = ReadTarget();
     size_t n = std::min(target.size(), bytes.size());
     std::memcpy(target.data(), bytes.data(), n);
-    GEOFS_RETURN_IF_ERROR(Commit(n, out));
+    Commit(n);
+    GEOFS_RETURN_IF_ERROR(Take(SIZE_MAX, out));
     bytes = bytes.subspan(n);
   }
   return Status::Ok();
 }
 
-Status RecordReader::ProcessStaged(std::vector<Record>* out) {
+Status RecordReader::Take(size_t max_records, std::vector<Record>* out) {
+  if (!failure_.ok()) return failure_;
   const uint8_t* data = staging_.get();
-  size_t pos = 0;
-  while (true) {
+  size_t taken = 0;
+  while (taken < max_records) {
     if (!in_fragment_) {
-      if (staged_ - pos < 4) break;
-      uint32_t mark = (uint32_t{data[pos]} << 24) | (uint32_t{data[pos + 1]} << 16) |
-                      (uint32_t{data[pos + 2]} << 8) | data[pos + 3];
-      pos += 4;
-      GEOFS_RETURN_IF_ERROR(StartFragment(mark));
+      if (end_ - begin_ < 4) break;
+      const uint8_t* p = data + begin_;
+      uint32_t mark =
+          (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+      begin_ += 4;
+      failure_ = StartFragment(mark);
+      if (!failure_.ok()) return failure_;
     }
-    size_t take = std::min(fragment_left_, staged_ - pos);
+    size_t take = std::min(fragment_left_, end_ - begin_);
     if (take > 0) {
-      std::memcpy(record_.get() + record_len_, data + pos, take);
+      std::memcpy(record_.get() + record_len_, data + begin_, take);
       record_len_ += take;
       fragment_left_ -= take;
-      pos += take;
+      begin_ += take;
     }
-    if (fragment_left_ > 0) break;  // everything staged is consumed
-    FinishFragment(out);
+    if (fragment_left_ > 0) break;  // the rest of the fragment is yet to come
+    in_fragment_ = false;
+    if (last_fragment_) {
+      const uint8_t* bytes = record_.get();
+      out->push_back(Record{std::move(record_), {bytes, record_len_}});
+      record_.reset();
+      record_capacity_ = 0;
+      record_len_ = 0;
+      ++taken;
+    }
   }
-  // At most 3 bytes of a fragment mark remain; keep them at the front.
-  staged_ -= pos;
-  if (staged_ > 0) std::memmove(staging_.get(), data + pos, staged_);
   return Status::Ok();
 }
 
@@ -102,16 +114,6 @@ Status RecordReader::StartFragment(uint32_t mark) {
   in_fragment_ = true;
   fragment_left_ = len;
   return Status::Ok();
-}
-
-void RecordReader::FinishFragment(std::vector<Record>* out) {
-  in_fragment_ = false;
-  if (!last_fragment_) return;
-  const uint8_t* bytes = record_.get();
-  out->push_back(Record{std::move(record_), {bytes, record_len_}});
-  record_.reset();
-  record_capacity_ = 0;
-  record_len_ = 0;
 }
 
 }  // namespace geofs::rpc

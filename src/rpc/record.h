@@ -35,6 +35,8 @@ std::array<uint8_t, 4> SingleFragmentMark(uint32_t size);
 // Reads land either in a reusable staging buffer (small records are copied
 // out of it, so many can arrive in one read) or, for the bulk of a large
 // fragment, straight into the record's own storage (no copy of WRITE data).
+// Parsing is separate from reading so that a caller can take only as many
+// records as it has room for and leave the rest staged (backpressure).
 //
 // Memory: a record's storage is allocated only after its running length has
 // been checked against the maximum, so an instance never holds more than
@@ -48,32 +50,36 @@ class RecordReader {
   explicit RecordReader(size_t max_record_bytes, size_t staging_bytes = kDefaultStagingBytes);
 
   // Where the next bytes read from the stream should be stored. Never empty.
-  // Valid until the next call of a non-const method.
+  // Valid until the next call of Commit() or Take().
+  // REQUIRES: the last Take() stopped short of its limit (every complete
+  // record staged so far has been taken).
   std::span<uint8_t> ReadTarget();
 
-  // Accepts `n` bytes just stored at ReadTarget() and appends every record
-  // they complete, in order, to `out`. Fails with kInvalidArgument once a
-  // record would exceed the maximum; the stream cannot be resynchronised
-  // then, and every later call fails too: close the connection.
+  // Accepts `n` bytes just stored at ReadTarget().
   // REQUIRES: n <= ReadTarget().size().
-  Status Commit(size_t n, std::vector<Record>* out);
+  void Commit(size_t n);
 
-  // Copies `bytes` in through ReadTarget()/Commit() (tests, fuzzing).
+  // Appends up to `max_records` complete records, in order, to `out`. Fails
+  // with kInvalidArgument once a record would exceed the maximum; the stream
+  // cannot be resynchronised then, and every later call fails too: close
+  // the connection.
+  Status Take(size_t max_records, std::vector<Record>* out);
+
+  // ReadTarget(), Commit() and Take() over `bytes` (tests, fuzzing).
   Status Feed(std::span<const uint8_t> bytes, std::vector<Record>* out);
 
   // True when no part of a record is buffered: the peer stopping here lost
   // nothing.
-  bool AtRecordBoundary() const { return !in_fragment_ && staged_ == 0 && record_len_ == 0; }
+  bool AtRecordBoundary() const { return !in_fragment_ && begin_ == end_ && record_len_ == 0; }
 
  private:
   Status StartFragment(uint32_t mark);
-  void FinishFragment(std::vector<Record>* out);
-  Status ProcessStaged(std::vector<Record>* out);
 
   const size_t max_record_bytes_;
   const size_t staging_bytes_;
   std::unique_ptr<uint8_t[]> staging_;
-  size_t staged_ = 0;  // bytes at the front of staging_ not yet consumed
+  size_t begin_ = 0;  // staging_[begin_, end_) is received but not parsed
+  size_t end_ = 0;
 
   std::shared_ptr<uint8_t[]> record_;
   size_t record_capacity_ = 0;

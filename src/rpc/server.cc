@@ -87,7 +87,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         last_activity_(std::chrono::steady_clock::now()) {}
 
   void Start() {
-    ReadMore();
+    Pump();
     WaitForIdle();
   }
 
@@ -115,10 +115,39 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
-  void ReadMore() {
-    if (closed_ || reading_ || peer_done_ || in_flight_ >= core_.options.max_calls_in_flight) {
-      return;
+  // Dispatches staged records while the in-flight limit allows, and reads
+  // more once every staged record is taken. Re-entered (through synchronous
+  // replies) while dispatching, it returns at once: the outer loop goes on.
+  void Pump() {
+    if (pumping_) return;
+    pumping_ = true;
+    const size_t limit = core_.options.max_calls_in_flight;
+    while (!closed_ && in_flight_ < limit) {
+      batch_.clear();
+      if (Status s = reader_.Take(limit - in_flight_, &batch_); !s.ok()) {
+        core_.log->info("{}: {}; closing the connection", peer_.ToString(), s.ToString());
+        Close();
+        break;
+      }
+      if (batch_.empty()) {
+        ReadMore();
+        break;
+      }
+      for (Record& record : batch_) {
+        ++in_flight_;
+        core_.dispatcher.Handle(std::move(record), peer_,
+                                [self = shared_from_this()](std::optional<OutgoingReply> reply) {
+                                  self->DeliverReply(std::move(reply));
+                                });
+      }
     }
+    batch_.clear();
+    pumping_ = false;
+  }
+
+  // REQUIRES: every staged record has been taken.
+  void ReadMore() {
+    if (closed_ || reading_ || peer_done_) return;
     reading_ = true;
     std::span<uint8_t> target = reader_.ReadTarget();
     socket_.async_read_some(asio::buffer(target.data(), target.size()),
@@ -127,9 +156,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void OnRead(const boost::system::error_code& ec, size_t n) {
+    reading_ = false;
     if (closed_) return;
     if (ec == asio::error::eof) {
-      reading_ = false;
       peer_done_ = true;
       if (!reader_.AtRecordBoundary()) {
         core_.log->debug("{} closed in the middle of a record", peer_.ToString());
@@ -144,22 +173,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     last_activity_ = std::chrono::steady_clock::now();
-    records_.clear();
-    if (Status s = reader_.Commit(n, &records_); !s.ok()) {
-      core_.log->info("{}: {}; closing the connection", peer_.ToString(), s.ToString());
-      Close();
-      return;
-    }
-    for (Record& record : records_) {
-      ++in_flight_;
-      core_.dispatcher.Handle(std::move(record), peer_,
-                              [self = shared_from_this()](std::optional<OutgoingReply> reply) {
-                                self->DeliverReply(std::move(reply));
-                              });
-    }
-    records_.clear();
-    reading_ = false;
-    ReadMore();
+    reader_.Commit(n);
+    Pump();
   }
 
   void OnReply(std::optional<OutgoingReply> reply) {
@@ -208,7 +223,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       Close();
       return;
     }
-    ReadMore();
+    Pump();
   }
 
   void WaitForIdle() {
@@ -221,7 +236,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnIdleTimer() {
     SteadyTime now = std::chrono::steady_clock::now();
-    if (in_flight_ > 0) last_activity_ = now;  // waiting on procedures is not idleness
+    // Waiting on procedures is not idleness; waiting on a peer that does not
+    // read its replies is.
+    if (in_flight_ > queued_.size() + in_write_.size()) last_activity_ = now;
     if (now - last_activity_ >= core_.options.idle_timeout) {
       core_.log->debug("{} idle; closing the connection", peer_.ToString());
       Close();
@@ -240,7 +257,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const PeerAddress peer_;
 
   RecordReader reader_;
-  std::vector<Record> records_;  // reused across reads
+  std::vector<Record> batch_;  // reused across reads
+  bool pumping_ = false;
   bool reading_ = false;
   bool peer_done_ = false;  // the peer shut down its sending side
   bool closed_ = false;
@@ -290,10 +308,9 @@ class RpcServer::Impl {
     }
     asio::io_context& accept_ctx = *threads_[0]->inbox->ctx;
     for (uint16_t port : options_.ports) {
-      auto listener = std::make_unique<Listener>(accept_ctx);
+      listeners_.push_back(std::make_unique<Listener>(accept_ctx));
+      tcp::acceptor& acceptor = listeners_.back()->acceptor;
       tcp::endpoint endpoint(address, port);
-      std::string where = options_.listen_address + ":" + std::to_string(port);
-      tcp::acceptor& acceptor = listener->acceptor;
       if (acceptor.open(endpoint.protocol(), ec) ||
           acceptor.set_option(tcp::acceptor::reuse_address(true), ec) ||
           acceptor.bind(endpoint, ec) ||
@@ -301,11 +318,11 @@ class RpcServer::Impl {
         listeners_.clear();  // before the io_contexts they use
         threads_.clear();
         bound_ports_.clear();
-        return Status::FromErrno(ec.value(), "listen on " + where);
+        return Status::FromErrno(
+            ec.value(), "listen on " + options_.listen_address + ":" + std::to_string(port));
       }
       bound_ports_.push_back(acceptor.local_endpoint().port());
       core_.log->info("listening on {}:{}", options_.listen_address, bound_ports_.back());
-      listeners_.push_back(std::move(listener));
     }
 
     workers_ = std::make_unique<asio::thread_pool>(options_.worker_threads);

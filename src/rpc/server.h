@@ -38,8 +38,10 @@ struct RpcServerOptions {
   // At the limit the server stops reading that connection until replies
   // drain (TCP backpressure); one read's worth of small calls may overshoot.
   size_t max_calls_in_flight = 128;
-  // A connection with no traffic and no call in flight for this long is
-  // closed. The Linux client drops idle connections after 5 minutes.
+  // A connection is closed after this long without reading a byte or
+  // finishing a write, unless a procedure is still working on one of its
+  // calls (a peer that stops reading its replies counts as idle). The Linux
+  // client drops idle connections itself after 5 minutes.
   std::chrono::milliseconds idle_timeout = std::chrono::minutes(6);
 };
 

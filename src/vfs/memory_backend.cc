@@ -351,16 +351,26 @@ class MemoryBackend::Tree {
       if (with_attrs) e.entry = EntryOf(n);
       page.entries.push_back(std::move(e));
     };
+    // Positions: "." < ".." < children in sequence order.
+    auto full = [&] { return page.entries.size() == req.max_entries; };
+    bool more = false;
     if (req.cookie < kDotCookie) add(*dir, ".", kDotCookie);
-    if (req.cookie < kDotDotCookie && page.entries.size() < req.max_entries) {
-      add(*inodes_.at(dir->parent), "..", kDotDotCookie);
+    if (req.cookie < kDotDotCookie) {
+      if (full()) {
+        more = true;
+      } else {
+        add(*inodes_.at(dir->parent), "..", kDotDotCookie);
+      }
     }
-    auto it = dir->by_seq.upper_bound(req.cookie);
-    for (; it != dir->by_seq.end() && page.entries.size() < req.max_entries; ++it) {
-      const auto& [name, child] = *it->second;
-      add(*inodes_.at(child.ino), name, child.seq);
+    for (auto it = dir->by_seq.upper_bound(req.cookie); !more && it != dir->by_seq.end(); ++it) {
+      if (full()) {
+        more = true;
+      } else {
+        const auto& [name, child] = *it->second;
+        add(*inodes_.at(child.ino), name, child.seq);
+      }
     }
-    page.eof = it == dir->by_seq.end();
+    page.eof = !more;
     dir->attr.atime = Now();
     page.dir_attr = dir->attr;
     return page;

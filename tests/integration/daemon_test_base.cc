@@ -4,7 +4,7 @@
 
 namespace geofs::testing {
 
-void DaemonTest::StartDaemon(DaemonOptions options) {
+void DaemonTest::StartDaemonWith(DaemonOptions options) {
   auto created = Daemon::Create(options);
   // Two ports picked in a row can coincide; a second pick practically never.
   if (!created.ok() && created.status().code() == StatusCode::kUnavailable) {

@@ -55,11 +55,12 @@ class DaemonTest : public ::testing::Test {
  protected:
   // Starts geofs-spoked with `options`; fails the test fatally (with the
   // daemon's log) if it does not come up. Call through ASSERT_NO_FATAL_FAILURE.
-  void StartDaemon(DaemonOptions options = {});
-  void StartDaemon(std::vector<std::string> extra_args) {
+  void StartDaemonWith(DaemonOptions options);
+  // The same with default options plus `extra_args` (e.g. {"--read-only"}).
+  void StartDaemon(std::vector<std::string> extra_args = {}) {
     DaemonOptions options;
     options.extra_args = std::move(extra_args);
-    StartDaemon(std::move(options));
+    StartDaemonWith(std::move(options));
   }
 
   // A libnfs client mounted with AUTH_SYS uid/gid; null (and a test

@@ -62,10 +62,11 @@ Result<uint16_t> PickFreePort() {
   return static_cast<uint16_t>(ntohs(addr.sin_port));
 }
 
-bool PortAcceptsConnections(uint16_t port) {
+bool PortAcceptsConnections(const std::string& address, uint16_t port) {
+  sockaddr_in addr = Loopback(port);
+  if (inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1) return false;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
-  sockaddr_in addr = Loopback(port);
   bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   close(fd);
   return ok;
@@ -130,7 +131,7 @@ Status Daemon::Start() {
   }
   std::vector<std::string> args = {options_.binary,
                                    "--export-dir", export_dir_,
-                                   "--listen", "127.0.0.1",
+                                   "--listen", options_.listen,
                                    "--nfs-port", std::to_string(nfs_port_),
                                    "--mount-port", std::to_string(mount_port_),
                                    "--state-dir", state_dir_};
@@ -181,7 +182,7 @@ Status Daemon::WaitUntilServing() {
       return Status::Unavailable("geofs-spoked " + how + " before serving; log:\n" + Log());
     }
     bool all_accept = true;
-    for (uint16_t port : Ports()) all_accept = all_accept && PortAcceptsConnections(port);
+    for (uint16_t port : Ports()) all_accept = all_accept && PortAcceptsConnections(options_.listen, port);
     if (all_accept && Log().find("listening") != std::string::npos) return Status::Ok();
     if (Clock::now() > deadline) {
       return Status(StatusCode::kDeadlineExceeded, "geofs-spoked did not accept connections on its ports within " +
@@ -242,7 +243,7 @@ Status Daemon::Restart() {
 
 std::string Daemon::Url(uint32_t uid, uint32_t gid) const {
   std::ostringstream url;
-  url << "nfs://127.0.0.1/?version=3&nfsport=" << nfs_port_ << "&mountport=" << mount_port_
+  url << "nfs://" << options_.listen << "/?version=3&nfsport=" << nfs_port_ << "&mountport=" << mount_port_
       << "&autoreconnect=0&uid=" << uid << "&gid=" << gid;
   return url.str();
 }

@@ -155,8 +155,13 @@ Result<std::unique_ptr<RawNfs>> RawNfs::Connect(const RawOptions& options) {
     return Status::AccessDenied("MNT " + options.export_path + " answered mountstat3 " +
                                 std::to_string(mnt.status));
   }
+  return ConnectWithRoot(options, std::move(mnt.root));
+}
+
+Result<std::unique_ptr<RawNfs>> RawNfs::ConnectWithRoot(const RawOptions& options,
+                                                        FileHandle root) {
   GEOFS_ASSIGN_OR_RETURN(rpc_context * rpc, ConnectRpc(options, options.nfs_port, kNfsProgram));
-  return std::unique_ptr<RawNfs>(new RawNfs(rpc, std::move(mnt.root)));
+  return std::unique_ptr<RawNfs>(new RawNfs(rpc, std::move(root)));
 }
 
 RawNfs::~RawNfs() { rpc_destroy_context(rpc_); }

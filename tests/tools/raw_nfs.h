@@ -60,6 +60,10 @@ class RawNfs {
   static Result<MountReply> Mnt(const RawOptions& options);
   // MNT, then connects to NFS v3. Fails unless MNT answers MNT3_OK.
   static Result<std::unique_ptr<RawNfs>> Connect(const RawOptions& options);
+  // Connects to NFS v3 without MOUNT, reusing a root handle obtained
+  // earlier, as a client does when it reconnects after a server restart.
+  static Result<std::unique_ptr<RawNfs>> ConnectWithRoot(const RawOptions& options,
+                                                         FileHandle root);
   ~RawNfs();
 
   RawNfs(const RawNfs&) = delete;

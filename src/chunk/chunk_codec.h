@@ -1,0 +1,71 @@
+// The stored form of a chunk: a 12-byte header and the payload.
+//
+//   offset 0  magic "GFSC"
+//          4  format version (1)
+//          5  compression: 0 none, 1 zstd
+//          6  two reserved bytes, zero
+//          8  raw (uncompressed) length, little-endian uint32
+//         12  payload: the raw bytes, or one zstd frame of them
+//
+// Encoding keeps the zstd form only when it saves at least `min_saving` of
+// the raw size, so incompressible data costs no decompression on reads.
+// Decoding checks everything it can: header fields, the raw length, and the
+// SHA-256 of the result against the chunk's id. Any mismatch is kCorruption
+// and no bytes are returned.
+//
+// Functions are thread-safe (zstd contexts are per thread).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "chunk/chunk_id.h"
+#include "chunk/chunker.h"
+#include "geofs/buffer.h"
+#include "geofs/status.h"
+
+namespace geofs::chunk {
+
+enum class Compression : uint8_t { kNone = 0, kZstd = 1 };
+
+inline constexpr size_t kChunkHeaderSize = 12;
+
+struct ChunkCodecOptions {
+  // false: always store raw.
+  bool compress = true;
+  int zstd_level = 3;
+  // Keep the compressed form only if it is at most (1 - min_saving) of the
+  // raw size.
+  double min_saving = 0.05;
+
+  // OK when zstd_level is a level zstd accepts and min_saving is in [0, 1).
+  Status Validate() const;
+};
+
+struct EncodedChunk {
+  Buffer bytes;  // header + payload
+  Compression compression = Compression::kNone;
+};
+
+// The stored form of `raw`.
+// REQUIRES: options.Validate().ok(), raw.size() <= kMaxChunkSizeLimit.
+EncodedChunk EncodeChunk(std::span<const uint8_t> raw, const ChunkCodecOptions& options);
+
+// The raw bytes of a stored chunk, verified against `expected`; for an
+// uncompressed chunk a slice of `stored` (no copy).
+// kCorruption on a bad header, a raw length over `max_raw_size` or not
+// matching the payload, undecodable zstd data, or a hash mismatch.
+// kNotSupported for a format version newer than this code.
+Result<Buffer> DecodeChunk(const Buffer& stored, const ChunkId& expected,
+                           size_t max_raw_size = kMaxChunkSizeLimit);
+
+// What a stored chunk's header says, without decoding or verifying the
+// payload (stats, fsck listings). kCorruption on a bad header.
+struct ChunkHeader {
+  Compression compression = Compression::kNone;
+  uint32_t raw_size = 0;
+};
+Result<ChunkHeader> ReadChunkHeader(std::span<const uint8_t> stored);
+
+}  // namespace geofs::chunk

@@ -1,0 +1,161 @@
+#include "chunk/chunker.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+
+namespace geofs::chunk {
+namespace {
+
+// splitmix64 (Steele, Lea, Flood 2014): a fixed seed gives every build and
+// every machine the same 256 gear values, hence the same chunk boundaries.
+constexpr std::array<uint64_t, 256> MakeGearTable() {
+  std::array<uint64_t, 256> table{};
+  uint64_t state = 0x67656f6673636463ull;  // "geofscdc"
+  for (uint64_t& v : table) {
+    state += 0x9e3779b97f4a7c15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    v = z ^ (z >> 31);
+  }
+  return table;
+}
+
+constexpr std::array<uint64_t, 256> kGear = MakeGearTable();
+
+// The top `bits` bits of a 64-bit word.
+constexpr uint64_t TopBitsMask(int bits) { return bits == 0 ? 0 : ~0ull << (64 - bits); }
+
+}  // namespace
+
+Status ChunkerOptions::Validate() const {
+  auto bad = [](std::string_view why) {
+    return Status::InvalidArgument("chunker options: " + std::string(why));
+  };
+  if (min_size < 64) return bad("min_size must be at least 64 bytes");
+  if (!(min_size < avg_size && avg_size < max_size)) {
+    return bad("need min_size < avg_size < max_size");
+  }
+  if (max_size > kMaxChunkSizeLimit) return bad("max_size must be at most 64 MiB");
+  if (!std::has_single_bit(avg_size)) return bad("avg_size must be a power of two");
+  if (normalization < 0 || normalization > 3) return bad("normalization must be 0..3");
+  return Status::Ok();
+}
+
+Chunker::Chunker(const ChunkerOptions& options)
+    : min_size_(options.min_size),
+      avg_size_(options.avg_size),
+      max_size_(options.max_size),
+      mask_small_(TopBitsMask(std::countr_zero(options.avg_size) + options.normalization)),
+      mask_large_(TopBitsMask(std::countr_zero(options.avg_size) - options.normalization)) {}
+
+void Chunker::Reset() {
+  length_ = 0;
+  fp_ = 0;
+}
+
+size_t Chunker::Scan(std::span<const uint8_t> data, bool* boundary) {
+  *boundary = false;
+  const uint8_t* p = data.data();
+  const size_t n = data.size();
+  size_t i = 0;
+
+  // The first min_size bytes can hold no boundary: skip them unhashed.
+  if (length_ < min_size_) {
+    size_t skip = std::min(n, min_size_ - length_);
+    length_ += skip;
+    i = skip;
+    if (length_ < min_size_) return n;
+  }
+
+  uint64_t fp = fp_;
+  // Hashes the next `budget` bytes under `mask`; true at the first cut, with
+  // i just past it.
+  auto scan = [&](size_t budget, uint64_t mask) {
+    const size_t end = i + budget;
+    while (i < end) {
+      fp = (fp << 1) + kGear[p[i++]];
+      if ((fp & mask) == 0) return true;
+    }
+    return false;
+  };
+
+  if (length_ < avg_size_) {
+    size_t start = i;
+    bool found = scan(std::min(n - i, avg_size_ - length_), mask_small_);
+    length_ += i - start;
+    if (found) {
+      Reset();
+      *boundary = true;
+      return i;
+    }
+    if (length_ < avg_size_) {  // all of data consumed
+      fp_ = fp;
+      return n;
+    }
+  }
+  size_t start = i;
+  bool found = scan(std::min(n - i, max_size_ - length_), mask_large_);
+  length_ += i - start;
+  if (found || length_ == max_size_) {
+    Reset();
+    *boundary = true;
+    return i;
+  }
+  fp_ = fp;
+  return n;
+}
+
+std::vector<size_t> ChunkLengths(std::span<const uint8_t> data, const ChunkerOptions& options) {
+  std::vector<size_t> lengths;
+  Chunker chunker(options);
+  size_t start = 0;
+  size_t pos = 0;
+  while (pos < data.size()) {
+    bool boundary;
+    pos += chunker.Scan(data.subspan(pos), &boundary);
+    if (boundary) {
+      lengths.push_back(pos - start);
+      start = pos;
+    }
+  }
+  if (start < data.size()) lengths.push_back(data.size() - start);
+  return lengths;
+}
+
+ChunkSplitter::ChunkSplitter(const ChunkerOptions& options, Sink sink)
+    : chunker_(options), sink_(std::move(sink)) {}
+
+Status ChunkSplitter::Write(std::span<const uint8_t> data) {
+  size_t pos = 0;
+  while (pos < data.size()) {
+    bool boundary;
+    size_t start = pos;
+    pos += chunker_.Scan(data.subspan(pos), &boundary);
+    std::span<const uint8_t> piece = data.subspan(start, pos - start);
+    if (!boundary) {
+      pending_.insert(pending_.end(), piece.begin(), piece.end());
+      continue;
+    }
+    if (pending_.empty()) {
+      GEOFS_RETURN_IF_ERROR(sink_(piece));
+    } else {
+      pending_.insert(pending_.end(), piece.begin(), piece.end());
+      Status s = sink_(pending_);
+      pending_.clear();
+      GEOFS_RETURN_IF_ERROR(s);
+    }
+  }
+  return Status::Ok();
+}
+
+Status ChunkSplitter::Finish() {
+  chunker_.Reset();
+  if (pending_.empty()) return Status::Ok();
+  Status s = sink_(pending_);
+  pending_.clear();
+  return s;
+}
+
+}  // namespace geofs::chunk

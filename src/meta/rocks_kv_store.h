@@ -1,0 +1,72 @@
+// RocksKvStore: the KvStore of the hub, on RocksDB.
+//
+// Choices, and why:
+//  - Durability by group commit: Write appends the batch to RocksDB's
+//    write-ahead log unsynced (visible at once), and Sync fsyncs the log for
+//    every write that returned before it. Concurrent Sync callers share one
+//    fsync, so N writers committing at once cost one fsync, not N; a single
+//    writer pays the same as a synced Write.
+//  - Bloom filters on whole keys (10 bits/key): most namespace reads are
+//    point lookups of keys that may be absent (LOOKUP of a missing name,
+//    refcount of a new chunk), which the filter answers without a read.
+//  - No prefix extractor: every scan is bounded above (iterate_upper_bound),
+//    and it lands inside a populated range (a directory's entries, a file's
+//    extents); a prefix extractor would only speed up seeks into empty
+//    prefixes, at the cost of prefix-mode iterator pitfalls (a scan across
+//    prefixes, as fsck does, would need total_order_seek).
+//  - Deletion-triggered compaction: removing most of a large directory
+//    leaves runs of tombstones that every later listing would step over; SST
+//    files dense in deletions are compacted early.
+//
+// Thread-safe. One process opens a directory at a time (RocksDB's LOCK).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "meta/kv_store.h"
+
+namespace geofs::meta {
+
+struct RocksKvStoreOptions {
+  // Create an empty store if `dir` holds none.
+  bool create_if_missing = true;
+  // LRU cache of uncompressed blocks (and, inside it, index and filter
+  // blocks), shared by all reads.
+  size_t block_cache_bytes = size_t{64} << 20;
+  // Bits per key of the bloom filters; 0 disables them.
+  int bloom_bits_per_key = 10;
+  // Memtable size before a flush to an SST file.
+  size_t write_buffer_bytes = size_t{64} << 20;
+  // Flush and compaction threads.
+  int background_jobs = 2;
+};
+
+class RocksKvStore : public KvStore {
+ public:
+  // Opens (or creates) the store in directory `dir`.
+  static Result<std::unique_ptr<RocksKvStore>> Open(const std::string& dir,
+                                                    const RocksKvStoreOptions& options = {});
+  // Closes the database; writes not yet Sync'ed may be lost.
+  ~RocksKvStore() override;
+  RocksKvStore(const RocksKvStore&) = delete;
+  RocksKvStore& operator=(const RocksKvStore&) = delete;
+
+  Result<std::optional<std::string>> Get(std::string_view key) override;
+  std::unique_ptr<KvIterator> NewIterator(std::string_view start,
+                                          std::string_view limit) override;
+  Status Sync() override;
+  std::unique_ptr<KvReader> NewSnapshot() override;
+
+ protected:
+  Status DoWrite(const WriteBatch& batch, bool sync) override;
+
+ private:
+  struct Impl;
+  explicit RocksKvStore(std::unique_ptr<Impl> impl);
+
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace geofs::meta

@@ -1,0 +1,313 @@
+#include "object/local_object_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace geofs::object {
+namespace {
+
+// Temp files older than this at Open are leftovers of a crashed writer.
+constexpr auto kStaleTempAge = std::chrono::hours(1);
+
+std::string KeyContext(std::string_view op, std::string_view key) {
+  std::string s(op);
+  s += ' ';
+  s += key;
+  return s;
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  // Closes now, reporting the error close() may carry for written data.
+  int Close() {
+    int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+Status SyncDir(const std::string& dir, std::string_view context) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return Status::FromErrno(errno, context);
+  if (::fsync(fd.get()) != 0) return Status::FromErrno(errno, context);
+  return Status::Ok();
+}
+
+std::string ParentOf(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+WallTime ModifiedOf(const struct stat& st) {
+  return WallTime{st.st_mtim.tv_sec, static_cast<uint32_t>(st.st_mtim.tv_nsec)};
+}
+
+void RemoveStaleTemps(const std::string& tmp_dir) {
+  std::error_code ec;
+  auto cutoff = std::filesystem::file_time_type::clock::now() - kStaleTempAge;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp_dir, ec)) {
+    auto mtime = entry.last_write_time(ec);
+    if (!ec && mtime < cutoff) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
+// One List call: walks the directory tree in key order, collecting up to
+// `limit` objects under `prefix` whose keys are greater than `after`.
+class Lister {
+ public:
+  Lister(std::string_view prefix, std::string_view after, size_t limit)
+      : prefix_(prefix), after_(after), limit_(limit) {}
+
+  // Lists directory `dir`, whose keys all begin with `key_prefix` ("" for the
+  // root, else ending in '/'). Returns false once the page is full.
+  Result<bool> Walk(const std::string& dir, const std::string& key_prefix) {
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) {
+      // A directory removed under us holds nothing to list.
+      if (errno == ENOENT || errno == ENOTDIR) return true;
+      return Status::FromErrno(errno, "list " + std::string(prefix_));
+    }
+    struct Entry {
+      std::string sort_name;  // name, plus '/' for a directory: orders like full keys
+      bool is_dir;
+    };
+    std::vector<Entry> entries;
+    int dfd = ::dirfd(d);
+    while (struct dirent* e = ::readdir(d)) {
+      std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      bool is_dir = e->d_type == DT_DIR;
+      if (e->d_type == DT_UNKNOWN) {
+        struct stat st;
+        if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        is_dir = S_ISDIR(st.st_mode);
+      }
+      entries.push_back({is_dir ? std::string(name) + "/" : std::string(name), is_dir});
+    }
+    std::sort(entries.begin(), entries.end(),
+              [](const Entry& a, const Entry& b) { return a.sort_name < b.sort_name; });
+
+    for (const Entry& entry : entries) {
+      std::string key = key_prefix + entry.sort_name;
+      if (entry.is_dir) {
+        // Every key below starts with `key`: skip the subtree when none of
+        // them can match the prefix or come after the token.
+        if (!key.starts_with(prefix_) && !prefix_.starts_with(key)) continue;
+        if (!after_.empty() && key < after_ && !after_.starts_with(key)) continue;
+        std::string sub = dir + "/" + entry.sort_name;
+        sub.pop_back();
+        auto more = Walk(sub, key);
+        if (!more.ok() || !*more) {
+          ::closedir(d);
+          return more;
+        }
+        continue;
+      }
+      if (!key.starts_with(prefix_) || (!after_.empty() && key <= after_)) continue;
+      struct stat st;
+      if (::fstatat(dfd, entry.sort_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) continue;  // deleted while listing
+        int err = errno;
+        ::closedir(d);
+        return Status::FromErrno(err, "list " + key);
+      }
+      if (!S_ISREG(st.st_mode)) continue;
+      if (objects_.size() == limit_) {
+        truncated_ = true;
+        ::closedir(d);
+        return false;
+      }
+      objects_.push_back({std::move(key), static_cast<uint64_t>(st.st_size), ModifiedOf(st)});
+    }
+    ::closedir(d);
+    return true;
+  }
+
+  ObjectListing TakeListing() {
+    ObjectListing out;
+    if (truncated_) out.next_page_token = objects_.back().key;
+    out.objects = std::move(objects_);
+    return out;
+  }
+
+ private:
+  const std::string_view prefix_;
+  const std::string_view after_;
+  const size_t limit_;
+  std::vector<ObjectInfo> objects_;
+  bool truncated_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<LocalObjectStore>> LocalObjectStore::Open(std::string_view root) {
+  if (root.empty()) return Status::InvalidArgument("local object store: empty root path");
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(std::filesystem::path(root), ec);
+  if (ec) return Status::FromErrno(ec.value(), "local object store " + std::string(root));
+  std::string root_str = abs.lexically_normal().string();
+  if (root_str.size() > 1 && root_str.back() == '/') root_str.pop_back();
+  auto store = std::unique_ptr<LocalObjectStore>(new LocalObjectStore(root_str));
+  for (const std::string* dir : {&store->objects_dir_, &store->tmp_dir_}) {
+    std::filesystem::create_directories(*dir, ec);
+    if (ec) return Status::FromErrno(ec.value(), "local object store: create " + *dir);
+  }
+  RemoveStaleTemps(store->tmp_dir_);
+  return store;
+}
+
+LocalObjectStore::LocalObjectStore(std::string root)
+    : root_(std::move(root)), objects_dir_(root_ + "/objects"), tmp_dir_(root_ + "/tmp") {}
+
+Status LocalObjectStore::WriteTemp(const std::string& tmp, std::span<const uint8_t> data,
+                                   std::string_view key) {
+  std::string context = KeyContext("put", key);
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return Status::FromErrno(errno, context);
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, context);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fdatasync(fd.get()) != 0) return Status::FromErrno(errno, context);
+  if (fd.Close() != 0) return Status::FromErrno(errno, context);
+  return Status::Ok();
+}
+
+// Creates the missing directories above `path`, fsyncing the parent of each
+// new one so that the object's path survives a crash.
+Status LocalObjectStore::MakeParents(const std::string& path, std::string_view key) {
+  std::string context = KeyContext("put", key);
+  size_t pos = objects_dir_.size();
+  size_t last = path.rfind('/');
+  while (pos < last) {
+    size_t next = path.find('/', pos + 1);
+    std::string dir = path.substr(0, next);
+    if (::mkdir(dir.c_str(), 0755) == 0) {
+      GEOFS_RETURN_IF_ERROR(SyncDir(path.substr(0, pos), context));
+    } else if (errno != EEXIST) {
+      if (errno == ENOTDIR) {
+        return Status::InvalidArgument(context +
+                                       ": a prefix of the key is stored as an object");
+      }
+      return Status::FromErrno(errno, context);
+    }
+    pos = next;
+  }
+  return Status::Ok();
+}
+
+Status LocalObjectStore::Put(std::string_view key, std::span<const uint8_t> data) {
+  GEOFS_RETURN_IF_ERROR(ValidateObjectKey(key));
+  std::string path = PathOf(key);
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::string tmp = tmp_dir_ + "/" + std::to_string(::getpid()) + "." +
+                    std::to_string(tmp_counter_.fetch_add(1)) + "." + std::to_string(rng() >> 32);
+  Status s = WriteTemp(tmp, data, key);
+  if (s.ok()) {
+    int rc = ::rename(tmp.c_str(), path.c_str());
+    if (rc != 0 && errno == ENOENT) {
+      s = MakeParents(path, key);
+      if (s.ok()) rc = ::rename(tmp.c_str(), path.c_str());
+    }
+    if (s.ok() && rc != 0) {
+      if (errno == EISDIR || errno == ENOTDIR || errno == ENOTEMPTY || errno == EEXIST) {
+        s = Status::InvalidArgument(KeyContext("put", key) +
+                                    ": the key is a prefix of stored objects, or has a prefix "
+                                    "stored as an object");
+      } else {
+        s = Status::FromErrno(errno, KeyContext("put", key));
+      }
+    }
+    if (s.ok()) return SyncDir(ParentOf(path), KeyContext("put", key));
+  }
+  ::unlink(tmp.c_str());
+  return s;
+}
+
+Result<Buffer> LocalObjectStore::Get(std::string_view key) {
+  GEOFS_RETURN_IF_ERROR(ValidateObjectKey(key));
+  std::string context = KeyContext("get", key);
+  std::string path = PathOf(key);
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOTDIR) return Status::NotFound(context);
+    return Status::FromErrno(errno, context);
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, context);
+  if (!S_ISREG(st.st_mode)) return Status::NotFound(context);
+  // The file never changes once renamed into place, so its size is final.
+  size_t size = static_cast<size_t>(st.st_size);
+  uint8_t* data;
+  Buffer buffer = Buffer::Allocate(size, &data);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd.get(), data + done, size - done, static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, context);
+    }
+    if (n == 0) return Status::IoError(context + ": file shorter than its size");
+    done += static_cast<size_t>(n);
+  }
+  return buffer;
+}
+
+Result<ObjectInfo> LocalObjectStore::Head(std::string_view key) {
+  GEOFS_RETURN_IF_ERROR(ValidateObjectKey(key));
+  std::string context = KeyContext("head", key);
+  struct stat st;
+  if (::stat(PathOf(key).c_str(), &st) != 0) {
+    if (errno == ENOTDIR) return Status::NotFound(context);
+    return Status::FromErrno(errno, context);
+  }
+  if (!S_ISREG(st.st_mode)) return Status::NotFound(context);
+  return ObjectInfo{std::string(key), static_cast<uint64_t>(st.st_size), ModifiedOf(st)};
+}
+
+Status LocalObjectStore::Delete(std::string_view key) {
+  GEOFS_RETURN_IF_ERROR(ValidateObjectKey(key));
+  std::string path = PathOf(key);
+  if (::unlink(path.c_str()) != 0) {
+    // Nothing stored under this key: a directory or a missing path.
+    if (errno == ENOENT || errno == ENOTDIR || errno == EISDIR) return Status::Ok();
+    return Status::FromErrno(errno, KeyContext("delete", key));
+  }
+  return SyncDir(ParentOf(path), KeyContext("delete", key));
+}
+
+Result<ObjectListing> LocalObjectStore::List(std::string_view prefix, std::string_view page_token,
+                                             size_t max_keys) {
+  if (max_keys == 0 || max_keys > kMaxListPage) {
+    return Status::InvalidArgument("list " + std::string(prefix) + ": max_keys out of range");
+  }
+  Lister lister(prefix, page_token, max_keys);
+  auto done = lister.Walk(objects_dir_, "");
+  if (!done.ok()) return done.status();
+  return lister.TakeListing();
+}
+
+}  // namespace geofs::object

@@ -1,0 +1,248 @@
+// RPC-level behaviour of the running daemon seen from raw sockets: NULL
+// calls, program/version negotiation, PORTMAP, and rpcinfo as a peer client.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "integration/daemon_test_base.h"
+#include "tools/rpc_client.h"
+#include "xdr/xdr.h"
+
+namespace geofs::testing {
+namespace {
+
+constexpr uint32_t kPortmap = 100000;
+constexpr uint32_t kNfs = 100003;
+constexpr uint32_t kMount = 100005;
+constexpr uint32_t kNfsAcl = 100227;
+constexpr uint32_t kTcp = 6;
+
+enum AcceptStat : uint32_t {
+  kSuccess = 0,
+  kProgUnavail = 1,
+  kProgMismatch = 2,
+  kProcUnavail = 3,
+  kGarbageArgs = 4,
+};
+
+std::unique_ptr<RpcClient> ConnectTo(uint16_t port, const std::string& host = "127.0.0.1") {
+  auto client = RpcClient::Connect(host, port, std::chrono::seconds(10));
+  if (!client.ok()) {
+    ADD_FAILURE() << client.status().ToString();
+    return nullptr;
+  }
+  return std::move(client).value();
+}
+
+class WireTest : public DaemonTest {};
+
+TEST_F(WireTest, NullCallsSucceedOnBothPorts) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon());
+  ASSERT_NE(daemon_->nfs_port(), daemon_->mount_port());
+  auto nfs = ConnectTo(daemon_->nfs_port());
+  auto mount = ConnectTo(daemon_->mount_port());
+  ASSERT_NE(nfs, nullptr);
+  ASSERT_NE(mount, nullptr);
+  for (const RpcAuth& cred : {RpcAuth::None(), RpcAuth::Sys(1000, 1000, {4, 5})}) {
+    GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply n, nfs->Call(kNfs, 3, 0, {}, cred));
+    EXPECT_TRUE(n.accepted);
+    EXPECT_EQ(n.accept_stat, kSuccess);
+    EXPECT_TRUE(n.body.empty());
+    GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply m, mount->Call(kMount, 3, 0, {}, cred));
+    EXPECT_TRUE(m.accepted);
+    EXPECT_EQ(m.accept_stat, kSuccess);
+    EXPECT_TRUE(m.body.empty());
+  }
+}
+
+TEST_F(WireTest, UnknownProgramsAndVersionsAreRejectedProperly) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon());
+  auto nfs = ConnectTo(daemon_->nfs_port());
+  ASSERT_NE(nfs, nullptr);
+
+  // The Linux client probes NFSACL on the NFS connection.
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply acl, nfs->Call(kNfsAcl, 3, 0));
+  EXPECT_TRUE(acl.accepted);
+  EXPECT_EQ(acl.accept_stat, kProgUnavail);
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply unknown, nfs->Call(0x20000042, 1, 0));
+  EXPECT_EQ(unknown.accept_stat, kProgUnavail);
+
+  for (uint32_t version : {2u, 4u}) {
+    GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply r, nfs->Call(kNfs, version, 0));
+    EXPECT_TRUE(r.accepted);
+    EXPECT_EQ(r.accept_stat, kProgMismatch) << "NFS v" << version;
+    EXPECT_EQ(r.mismatch_low, 3u);
+    EXPECT_EQ(r.mismatch_high, 3u);
+  }
+  auto mount = ConnectTo(daemon_->mount_port());
+  ASSERT_NE(mount, nullptr);
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply m4, mount->Call(kMount, 4, 0));
+  EXPECT_EQ(m4.accept_stat, kProgMismatch);
+  EXPECT_LE(m4.mismatch_low, 3u);
+  EXPECT_EQ(m4.mismatch_high, 3u);
+
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply proc, nfs->Call(kNfs, 3, 22));
+  EXPECT_EQ(proc.accept_stat, kProcUnavail);
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply mproc, mount->Call(kMount, 3, 6));
+  EXPECT_EQ(mproc.accept_stat, kProcUnavail);
+
+  // GETATTR whose handle is cut short.
+  std::vector<uint8_t> short_args = {0, 0, 0, 32, 1, 2, 3};
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply garbage, nfs->Call(kNfs, 3, 1, short_args));
+  EXPECT_EQ(garbage.accept_stat, kGarbageArgs);
+
+  // RPC version 3 is denied with RPC_MISMATCH(2, 2).
+  RpcCallSpec call;
+  call.xid = nfs->NextXid();
+  call.program = kNfs;
+  call.version = 3;
+  call.rpc_version = 3;
+  GEOFS_ASSERT_OK(nfs->Send(call));
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply denied, nfs->ReadReply());
+  EXPECT_EQ(denied.xid, call.xid);
+  EXPECT_FALSE(denied.accepted);
+  EXPECT_EQ(denied.reject_stat, 0u);
+  EXPECT_EQ(denied.rpc_low, 2u);
+  EXPECT_EQ(denied.rpc_high, 2u);
+
+  // The connection is still good after all of that.
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply null, nfs->Call(kNfs, 3, 0));
+  EXPECT_EQ(null.accept_stat, kSuccess);
+}
+
+TEST_F(WireTest, MultiFragmentCallsAreReassembled) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon());
+  auto mount = ConnectTo(daemon_->mount_port());
+  ASSERT_NE(mount, nullptr);
+  // MNT "/" split into 4-byte fragments, as libtirpc may send it.
+  xdr::Encoder args;
+  args.String("/");
+  RpcCallSpec call;
+  call.xid = mount->NextXid();
+  call.program = kMount;
+  call.version = 3;
+  call.procedure = 1;
+  call.cred = RpcAuth::Sys(0, 0);
+  call.args = args.Flatten();
+  GEOFS_ASSERT_OK(mount->Send(call, 4));
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply reply, mount->ReadReply());
+  EXPECT_EQ(reply.xid, call.xid);
+  ASSERT_EQ(reply.accept_stat, kSuccess);
+  xdr::Decoder d(reply.body);
+  uint32_t status = 99;
+  ASSERT_TRUE(d.U32(&status));
+  EXPECT_EQ(status, 0u) << "MNT3_OK";
+}
+
+TEST_F(WireTest, SharedPortServesBothPrograms) {
+  DaemonOptions options;
+  options.shared_port = true;
+  options.extra_args = {"--squash", "none"};
+  ASSERT_NO_FATAL_FAILURE(StartDaemonWith(options));
+  ASSERT_EQ(daemon_->nfs_port(), daemon_->mount_port());
+  auto conn = ConnectTo(daemon_->nfs_port());
+  ASSERT_NE(conn, nullptr);
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply n, conn->Call(kNfs, 3, 0));
+  EXPECT_EQ(n.accept_stat, kSuccess);
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply m, conn->Call(kMount, 3, 0));
+  EXPECT_EQ(m.accept_stat, kSuccess);
+  auto client = Mount();
+  ASSERT_NE(client, nullptr);
+  GEOFS_ASSERT_OK(client->WriteFile("/one-port", "works"));
+  GEOFS_ASSERT_OK_AND_ASSIGN(std::string data, client->ReadFile("/one-port"));
+  EXPECT_EQ(data, "works");
+}
+
+uint32_t GetPort(RpcClient& pm, uint32_t program, uint32_t version) {
+  xdr::Encoder args;
+  args.U32(program);
+  args.U32(version);
+  args.U32(kTcp);
+  args.U32(0);
+  auto reply = pm.Call(kPortmap, 2, 3, args.Flatten());
+  if (!reply.ok()) {
+    ADD_FAILURE() << reply.status().ToString();
+    return 0;
+  }
+  EXPECT_EQ(reply->accept_stat, kSuccess);
+  xdr::Decoder d(reply->body);
+  uint32_t port = 0;
+  EXPECT_TRUE(d.U32(&port));
+  EXPECT_EQ(d.remaining(), 0u);
+  return port;
+}
+
+TEST_F(WireTest, PortmapAnswersGetportAndDump) {
+  DaemonOptions options;
+  options.portmap = true;
+  ASSERT_NO_FATAL_FAILURE(StartDaemonWith(options));
+  auto pm = ConnectTo(daemon_->portmap_port());
+  ASSERT_NE(pm, nullptr);
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply null, pm->Call(kPortmap, 2, 0));
+  EXPECT_EQ(null.accept_stat, kSuccess);
+
+  EXPECT_EQ(GetPort(*pm, kNfs, 3), daemon_->nfs_port());
+  EXPECT_EQ(GetPort(*pm, kMount, 3), daemon_->mount_port());
+  EXPECT_EQ(GetPort(*pm, kNfsAcl, 3), 0u);
+  EXPECT_EQ(GetPort(*pm, kNfs, 4), 0u);
+
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply dump, pm->Call(kPortmap, 2, 4));
+  ASSERT_EQ(dump.accept_stat, kSuccess);
+  xdr::Decoder d(dump.body);
+  std::set<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>> mappings;
+  bool more = false;
+  while (d.Present(&more) && more) {
+    uint32_t prog, vers, prot, port;
+    ASSERT_TRUE(d.U32(&prog) && d.U32(&vers) && d.U32(&prot) && d.U32(&port));
+    mappings.emplace(prog, vers, prot, port);
+  }
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d.remaining(), 0u);
+  EXPECT_EQ(mappings.count({kNfs, 3, kTcp, daemon_->nfs_port()}), 1u);
+  EXPECT_EQ(mappings.count({kMount, 3, kTcp, daemon_->mount_port()}), 1u);
+}
+
+// Runs a command and returns its exit status and combined output.
+std::pair<int, std::string> RunCommand(const std::string& command) {
+  std::string output;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// rpcinfo -n PORT only honours PORT for addresses other than 127.0.0.1 when
+// an rpcbind runs (NOTES.md), so this daemon listens on 127.0.0.2, another
+// loopback address.
+TEST_F(WireTest, RpcinfoPingsEachProgram) {
+  DaemonOptions options;
+  options.listen = "127.0.0.2";
+  ASSERT_NO_FATAL_FAILURE(StartDaemonWith(options));
+  std::string nfs_port = std::to_string(daemon_->nfs_port());
+  std::string mount_port = std::to_string(daemon_->mount_port());
+
+  auto [nfs_rc, nfs_out] = RunCommand("rpcinfo -n " + nfs_port + " -t 127.0.0.2 100003 3");
+  EXPECT_EQ(nfs_rc, 0) << nfs_out;
+  EXPECT_NE(nfs_out.find("ready and waiting"), std::string::npos) << nfs_out;
+  auto [mnt_rc, mnt_out] = RunCommand("rpcinfo -n " + mount_port + " -t 127.0.0.2 100005 3");
+  EXPECT_EQ(mnt_rc, 0) << mnt_out;
+  EXPECT_NE(mnt_out.find("ready and waiting"), std::string::npos) << mnt_out;
+
+  auto [acl_rc, acl_out] = RunCommand("rpcinfo -n " + nfs_port + " -t 127.0.0.2 100227 3");
+  EXPECT_NE(acl_rc, 0) << acl_out;
+  EXPECT_NE(acl_out.find("program not available"), std::string::npos) << acl_out;
+  auto [v4_rc, v4_out] = RunCommand("rpcinfo -n " + nfs_port + " -t 127.0.0.2 100003 4");
+  EXPECT_NE(v4_rc, 0) << v4_out;
+  EXPECT_NE(v4_out.find("program version mismatch"), std::string::npos) << v4_out;
+}
+
+}  // namespace
+}  // namespace geofs::testing

@@ -1,0 +1,203 @@
+// One conformance suite over every KvStore implementation.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "meta_test_util.h"
+
+namespace geofs::meta {
+namespace {
+
+using testing::MemoryEnv;
+using testing::RocksEnv;
+using testing::TempDir;
+
+template <typename Env>
+class KvStoreTest : public ::testing::Test {
+ protected:
+  KvStore* kv() { return env_.store(); }
+
+  void Put(std::string_view k, std::string_view v) {
+    WriteBatch b;
+    b.Put(k, v);
+    ASSERT_TRUE(kv()->Write(b).ok());
+  }
+
+  std::optional<std::string> Get(KvReader& r, std::string_view k) {
+    auto v = r.Get(k);
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    return v.ok() ? *v : std::nullopt;
+  }
+
+  std::vector<std::string> Keys(KvReader& r, std::string_view start, std::string_view limit,
+                                std::string_view seek) {
+    std::vector<std::string> keys;
+    auto it = r.NewIterator(start, limit);
+    for (it->Seek(seek); it->Valid(); it->Next()) keys.emplace_back(it->key());
+    EXPECT_TRUE(it->status().ok());
+    return keys;
+  }
+
+  Env env_;
+};
+
+using Envs = ::testing::Types<MemoryEnv, RocksEnv>;
+TYPED_TEST_SUITE(KvStoreTest, Envs);
+
+TYPED_TEST(KvStoreTest, GetPutDelete) {
+  EXPECT_EQ(this->Get(*this->kv(), "a"), std::nullopt);
+  this->Put("a", "1");
+  EXPECT_EQ(this->Get(*this->kv(), "a"), "1");
+  this->Put("a", "2");
+  EXPECT_EQ(this->Get(*this->kv(), "a"), "2");
+  WriteBatch b;
+  b.Delete("a");
+  b.Delete("never-there");
+  ASSERT_TRUE(this->kv()->Write(b).ok());
+  EXPECT_EQ(this->Get(*this->kv(), "a"), std::nullopt);
+}
+
+TYPED_TEST(KvStoreTest, BatchAppliesInOrder) {
+  WriteBatch b;
+  b.Put("x", "1");
+  b.Delete("x");
+  b.Delete("y");
+  b.Put("y", "2");
+  b.Put("z", "");
+  EXPECT_EQ(b.ops().size(), 5u);
+  ASSERT_TRUE(this->kv()->Write(b, /*sync=*/false).ok());
+  ASSERT_TRUE(this->kv()->Sync().ok());
+  EXPECT_EQ(this->Get(*this->kv(), "x"), std::nullopt);
+  EXPECT_EQ(this->Get(*this->kv(), "y"), "2");
+  EXPECT_EQ(this->Get(*this->kv(), "z"), "");  // empty values exist
+}
+
+TYPED_TEST(KvStoreTest, IteratesInByteOrderWithinBounds) {
+  const std::string k00("a\0", 2), kff("a\xff", 2);
+  for (const std::string& k : {std::string("a"), k00, std::string("ab"), kff,
+                               std::string("b"), std::string("\xff\xff", 2)}) {
+    this->Put(k, "v" + k);
+  }
+  auto& kv = *this->kv();
+  EXPECT_EQ(this->Keys(kv, "", "", ""),
+            (std::vector<std::string>{"a", k00, "ab", kff, "b", std::string("\xff\xff", 2)}));
+  // Bounded by [start, limit); seeking below start clamps to start.
+  EXPECT_EQ(this->Keys(kv, "a", "b", ""), (std::vector<std::string>{"a", k00, "ab", kff}));
+  EXPECT_EQ(this->Keys(kv, k00, kff, "0"), (std::vector<std::string>{k00, "ab"}));
+  EXPECT_EQ(this->Keys(kv, "a", "b", "aa"), (std::vector<std::string>{"ab", kff}));
+  EXPECT_EQ(this->Keys(kv, "a", PrefixSuccessor("a"), "a\x01"),
+            (std::vector<std::string>{"ab", kff}));
+  EXPECT_TRUE(this->Keys(kv, "c", "d", "").empty());
+  auto it = kv.NewIterator("a", "b");
+  it->Seek("ab");
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->value(), "vab");
+}
+
+TYPED_TEST(KvStoreTest, SnapshotsAndIteratorsSeeOneState) {
+  this->Put("k1", "old");
+  std::unique_ptr<KvReader> snap = this->kv()->NewSnapshot();
+  std::unique_ptr<KvIterator> it = this->kv()->NewIterator("k", "l");
+  WriteBatch b;
+  b.Put("k1", "new");
+  b.Put("k2", "added");
+  ASSERT_TRUE(this->kv()->Write(b).ok());
+  EXPECT_EQ(this->Get(*snap, "k1"), "old");
+  EXPECT_EQ(this->Get(*snap, "k2"), std::nullopt);
+  EXPECT_EQ(this->Keys(*snap, "k", "l", ""), std::vector<std::string>{"k1"});
+  it->Seek("");
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->value(), "old");
+  it->Next();
+  EXPECT_FALSE(it->Valid());
+  EXPECT_TRUE(it->status().ok());
+  EXPECT_EQ(this->Get(*this->kv(), "k1"), "new");
+  EXPECT_EQ(this->Keys(*this->kv(), "k", "l", "").size(), 2u);
+}
+
+TYPED_TEST(KvStoreTest, ReadersNeverSeeHalfABatch) {
+  // A writer flips two keys together; readers must always see them equal.
+  WriteBatch init;
+  init.Put("p", "0");
+  init.Put("q", "0");
+  ASSERT_TRUE(this->kv()->Write(init).ok());
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int i = 1; i <= 200; ++i) {
+      WriteBatch b;
+      b.Put("p", std::to_string(i));
+      b.Put("q", std::to_string(i));
+      ASSERT_TRUE(this->kv()->Write(b, /*sync=*/false).ok());
+    }
+    done = true;
+  });
+  int checks = 0;
+  while (!done || checks < 10) {
+    std::unique_ptr<KvReader> snap = this->kv()->NewSnapshot();
+    EXPECT_EQ(this->Get(*snap, "p"), this->Get(*snap, "q"));
+    std::vector<std::string> values;
+    auto it = this->kv()->NewIterator("p", "r");
+    for (it->Seek(""); it->Valid(); it->Next()) values.emplace_back(it->value());
+    ASSERT_EQ(values.size(), 2u);
+    EXPECT_EQ(values[0], values[1]);
+    ++checks;
+  }
+  writer.join();
+}
+
+TYPED_TEST(KvStoreTest, ConcurrentSyncedWritersAllLand) {
+  constexpr int kThreads = 4, kWrites = 50;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kWrites; ++i) {
+        WriteBatch b;
+        b.Put("t" + std::to_string(t) + "/" + std::to_string(i), "x");
+        EXPECT_TRUE(this->kv()->Write(b, /*sync=*/true).ok());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(this->Keys(*this->kv(), "t", "u", "").size(), size_t{kThreads * kWrites});
+}
+
+TEST(RocksKvStoreTest, SyncedWritesSurviveReopen) {
+  TempDir dir;
+  {
+    auto store = RocksKvStore::Open(dir.path());
+    ASSERT_TRUE(store.ok());
+    WriteBatch b;
+    b.Put("durable", "yes");
+    ASSERT_TRUE((*store)->Write(b, /*sync=*/false).ok());
+    ASSERT_TRUE((*store)->Sync().ok());
+  }
+  auto store = RocksKvStore::Open(dir.path());
+  ASSERT_TRUE(store.ok());
+  auto v = (*store)->Get("durable");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, "yes");
+}
+
+TEST(RocksKvStoreTest, OpenFailsCleanly) {
+  TempDir dir;
+  RocksKvStoreOptions options;
+  options.create_if_missing = false;
+  auto missing = RocksKvStore::Open(dir.path() + "/absent", options);
+  EXPECT_FALSE(missing.ok());
+  auto first = RocksKvStore::Open(dir.path());
+  ASSERT_TRUE(first.ok());
+  // The LOCK file keeps a second opener out.
+  auto second = RocksKvStore::Open(dir.path());
+  EXPECT_FALSE(second.ok());
+}
+
+TEST(PrefixSuccessorTest, SmallestKeyAfterThePrefix) {
+  EXPECT_EQ(PrefixSuccessor("ab"), "ac");
+  EXPECT_EQ(PrefixSuccessor(std::string("a\xff", 2)), "b");
+  EXPECT_EQ(PrefixSuccessor(std::string("\xff\xff", 2)), "");
+  EXPECT_EQ(PrefixSuccessor(""), "");
+}
+
+}  // namespace
+}  // namespace geofs::meta

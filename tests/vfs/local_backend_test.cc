@@ -1,0 +1,255 @@
+// Tests specific to LocalBackend: what the conformance suite cannot see
+// (handles across instances, containment, the descriptor cache, the files
+// on disk).
+
+#include "vfs/local_backend.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "vfs/sync_backend.h"
+#include "vfs/temp_dir.h"
+
+namespace geofs::vfs {
+namespace {
+
+const Credentials kRoot{0, 0, {}};
+const Credentials kUser{1000, 1000, {}};
+
+namespace fsys = std::filesystem;
+
+class LocalBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    export_dir = tmp.path() + "/export";
+    outside_dir = tmp.path() + "/outside";
+    fsys::create_directory(export_dir);
+    fsys::create_directory(outside_dir);
+    Reopen();
+  }
+
+  void Reopen(LocalBackendOptions options = {}) {
+    backend.reset();
+    auto opened = LocalBackend::Open(export_dir, options);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    backend = std::move(opened).value();
+    fs = SyncBackend(backend.get());
+    root = *backend->Root();
+  }
+
+  Entry MakeFile(const Handle& dir, const std::string& name, std::string_view data = "") {
+    CreateRequest req;
+    req.mode = CreateMode::kGuarded;
+    req.attrs.mode = 0644;
+    auto r = fs.Create(kRoot, dir, name, req);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) return {};
+    if (!data.empty()) {
+      EXPECT_TRUE(fs.Write(kRoot, r->object.handle, 0, data).ok());
+    }
+    return r->object;
+  }
+
+  // A backend handle for any path, made the way LocalBackend makes them.
+  static Handle RawHandle(const std::string& path) {
+    struct {
+      file_handle fh;
+      unsigned char room[128];
+    } h;
+    h.fh.handle_bytes = sizeof(h.room);
+    int mount_id;
+    EXPECT_EQ(::name_to_handle_at(AT_FDCWD, path.c_str(), &h.fh, &mount_id, 0), 0) << path;
+    std::vector<uint8_t> bytes(4);
+    for (int i = 0; i < 4; ++i) bytes[i] = static_cast<uint8_t>(h.fh.handle_type >> (24 - 8 * i));
+    bytes.insert(bytes.end(), h.fh.f_handle, h.fh.f_handle + h.fh.handle_bytes);
+    return Handle(bytes);
+  }
+
+  static size_t OpenDescriptors() {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : fsys::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+  }
+
+  TempDir tmp;
+  std::string export_dir, outside_dir;
+  std::unique_ptr<LocalBackend> backend;
+  SyncBackend fs;
+  Handle root;
+};
+
+TEST_F(LocalBackendTest, OpenRejectsWhatIsNotADirectory) {
+  EXPECT_EQ(LocalBackend::Open(tmp.path() + "/missing").status().code(), StatusCode::kNotFound);
+  std::ofstream(tmp.path() + "/file") << "x";
+  EXPECT_EQ(LocalBackend::Open(tmp.path() + "/file").status().code(), StatusCode::kNotDirectory);
+}
+
+TEST_F(LocalBackendTest, HandlesAreLinuxFileHandlesThatSurviveANewInstance) {
+  Entry d = fs.Mkdir(kRoot, root, "d", {})->object;
+  Entry f = MakeFile(d.handle, "f", "persistent");
+  EXPECT_EQ(f.handle, RawHandle(export_dir + "/d/f"));
+  EXPECT_EQ(root, RawHandle(export_dir));
+  EXPECT_LE(f.handle.size(), kMaxHandleBytes);
+
+  Reopen();
+  auto attr = fs.GetAttr(kRoot, f.handle);
+  ASSERT_TRUE(attr.ok()) << attr.status().ToString();
+  EXPECT_EQ(attr->fileid, f.attr.fileid);
+  auto data = fs.Read(kRoot, f.handle, 0, 100);
+  ASSERT_TRUE(data.ok());
+  EXPECT_EQ(data->data.view(), "persistent");
+  auto parent = fs.LookupParent(kRoot, d.handle);
+  ASSERT_TRUE(parent.ok());
+  EXPECT_EQ(parent->object.handle, root);
+}
+
+TEST_F(LocalBackendTest, ObjectsRemovedBehindTheBacksHandleAreStale) {
+  Entry f = MakeFile(root, "f", "data");
+  ASSERT_TRUE(fs.Read(kRoot, f.handle, 0, 4).ok());  // its descriptor is cached now
+  fsys::remove(export_dir + "/f");
+  EXPECT_EQ(fs.GetAttr(kRoot, f.handle).status().code(), StatusCode::kStale);
+  EXPECT_EQ(fs.Read(kRoot, f.handle, 0, 4).status().code(), StatusCode::kStale);
+  Reopen();
+  EXPECT_EQ(fs.GetAttr(kRoot, f.handle).status().code(), StatusCode::kStale);
+}
+
+TEST_F(LocalBackendTest, HandlesOfObjectsOutsideTheExportAreRefused) {
+  std::ofstream(outside_dir + "/secret") << "top secret";
+  fsys::create_directory(outside_dir + "/dir");
+  for (const std::string& path :
+       {outside_dir + "/secret", outside_dir + "/dir", outside_dir, tmp.path()}) {
+    auto r = fs.GetAttr(kRoot, RawHandle(path));
+    EXPECT_EQ(r.status().code(), StatusCode::kStale) << path;
+    EXPECT_FALSE(fs.Read(kRoot, RawHandle(path), 0, 100).ok()) << path;
+  }
+  // The root's parent is not reachable through "..".
+  auto parent = fs.LookupParent(kRoot, root);
+  ASSERT_TRUE(parent.ok());
+  EXPECT_EQ(parent->object.handle, root);
+  ReadDirRequest req;
+  req.max_entries = 10;
+  req.with_attrs = true;
+  auto page = fs.ReadDir(kRoot, root, req);
+  ASSERT_TRUE(page.ok());
+  int dotdots = 0;
+  for (const auto& e : page->entries) {
+    if (e.name != "..") continue;
+    ++dotdots;
+    EXPECT_EQ(e.entry->handle, root);
+  }
+  EXPECT_EQ(dotdots, 1);
+}
+
+TEST_F(LocalBackendTest, DescriptorCacheStaysWithinItsBound) {
+  LocalBackendOptions options;
+  options.max_open_files = 8;
+  Reopen(options);
+  std::vector<Entry> files;
+  for (int i = 0; i < 60; ++i) files.push_back(MakeFile(root, "f" + std::to_string(i), "x"));
+  const size_t before = OpenDescriptors();
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& f : files) {
+      auto r = fs.Read(kUser, f.handle, 0, 10);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(r->data.view(), "x");
+      EXPECT_LE(backend->CachedFileCount(), 8u);
+    }
+  }
+  EXPECT_LE(OpenDescriptors(), before + 8);
+  EXPECT_GT(backend->CachedFileCount(), 0u);
+}
+
+TEST_F(LocalBackendTest, RemovingAFileReleasesItsCachedDescriptor) {
+  Entry f = MakeFile(root, "big", std::string(1 << 20, 'x'));
+  ASSERT_TRUE(fs.Read(kRoot, f.handle, 0, 10).ok());
+  const size_t cached = backend->CachedFileCount();
+  ASSERT_TRUE(fs.Remove(kRoot, root, "big").ok());
+  EXPECT_EQ(backend->CachedFileCount(), cached - 1)
+      << "a removed file's descriptor would keep its blocks allocated";
+}
+
+TEST_F(LocalBackendTest, ObjectsOnDiskBelongToTheCallerWithExactModes) {
+  ASSERT_TRUE(fs.SetAttr(kRoot, root, [] {
+                  SetAttrs a;
+                  a.mode = 0777;
+                  return a;
+                }())
+                  .ok());
+  CreateRequest req;
+  req.attrs.mode = 0666;
+  ASSERT_TRUE(fs.Create(kUser, root, "f", req).ok());
+  struct stat st;
+  ASSERT_EQ(::stat((export_dir + "/f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, kUser.uid);
+  EXPECT_EQ(st.st_gid, kUser.gid);
+  EXPECT_EQ(st.st_mode & 07777, 0666u);
+  ASSERT_TRUE(fs.Symlink(kUser, root, "s", "f").ok());
+  ASSERT_EQ(::lstat((export_dir + "/s").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, kUser.uid);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+}
+
+TEST_F(LocalBackendTest, ExclusiveCreateKeepsTheVerifierInTheTimes) {
+  CreateRequest req;
+  req.mode = CreateMode::kExclusive;
+  req.verifier = {0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0};
+  auto made = fs.Create(kRoot, root, "x", req);
+  ASSERT_TRUE(made.ok());
+  EXPECT_EQ(made->object.attr.mtime, (WallTime{0x12345678, 0}));
+  EXPECT_EQ(made->object.attr.atime, (WallTime{0x9abcdef0, 0}));
+  Reopen();
+  auto replay = fs.Create(kRoot, root, "x", req);
+  ASSERT_TRUE(replay.ok()) << "a replay after a server restart still matches";
+  EXPECT_EQ(replay->object.handle, made->object.handle);
+}
+
+TEST_F(LocalBackendTest, ReadDirCookiesAreValidInANewInstance) {
+  for (int i = 0; i < 100; ++i) MakeFile(root, "n" + std::to_string(i));
+  ReadDirRequest req;
+  req.max_entries = 40;
+  auto first = fs.ReadDir(kRoot, root, req);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->entries.size(), 40u);
+  Reopen();
+  std::set<std::string> names;
+  for (const auto& e : first->entries) names.insert(e.name);
+  req.cookie = first->entries.back().cookie;
+  req.verifier = first->verifier;
+  req.max_entries = 1000;
+  auto rest = fs.ReadDir(kRoot, root, req);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_TRUE(rest->eof);
+  for (const auto& e : rest->entries) EXPECT_TRUE(names.insert(e.name).second) << e.name;
+  EXPECT_EQ(names.size(), 102u);
+}
+
+TEST_F(LocalBackendTest, SyncMetadataOptionKeepsEverythingWorking) {
+  LocalBackendOptions options;
+  options.sync_metadata = true;
+  Reopen(options);
+  Entry d = fs.Mkdir(kRoot, root, "d", {})->object;
+  Entry f = MakeFile(d.handle, "f", "synced");
+  SetAttrs chmod;
+  chmod.mode = 0600;
+  ASSERT_TRUE(fs.SetAttr(kRoot, f.handle, chmod).ok());
+  ASSERT_TRUE(fs.Link(kRoot, f.handle, root, "g").ok());
+  ASSERT_TRUE(fs.Rename(kRoot, d.handle, "f", root, "h").ok());
+  ASSERT_TRUE(fs.Remove(kRoot, root, "g").ok());
+  ASSERT_TRUE(fs.Rmdir(kRoot, root, "d").ok());
+  std::ifstream in(export_dir + "/h");
+  std::string content;
+  std::getline(in, content);
+  EXPECT_EQ(content, "synced");
+}
+
+}  // namespace
+}  // namespace geofs::vfs
