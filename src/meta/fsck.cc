@@ -79,8 +79,8 @@ class Checker {
   }
 
   Status CheckSingletons() {
-    for (const std::string& key : {schema::FormatKey(), schema::SaltKey(),
-                                   schema::InoLimitKey(), schema::StatsKey()}) {
+    for (const std::string& key :
+         {schema::FormatKey(), schema::SaltKey(), schema::InoLimitKey(), schema::StatsKey()}) {
       GEOFS_ASSIGN_OR_RETURN(std::optional<std::string> v, snap_.Get(key));
       if (!v) {
         Problem("missing " + key);
@@ -150,7 +150,8 @@ class Checker {
   void Dirent(std::string_view key, std::string_view value) {
     uint64_t dir;
     std::string_view name;
-    if (!schema::ParseDirentKey(key, &dir, &name)) return Problem("malformed entry key " + Hex(key));
+    if (!schema::ParseDirentKey(key, &dir, &name))
+      return Problem("malformed entry key " + Hex(key));
     const std::string where = "entry " + std::to_string(dir) + "/'" + std::string(name) + "'";
     Result<schema::DirentValue> v = schema::DecodeDirent(value);
     if (!v.ok()) return Problem(where + ": " + v.status().ToString());
@@ -174,10 +175,10 @@ class Checker {
       if (c.rec.type != v->type) Problem(where + " records the wrong type");
       if (c.rec.is_dir()) {
         if (parent != inodes_.end()) ++parent->second.subdirs;
-        if (c.rec.parent != dir) Problem(where + ": the directory's parent is not " +
-                                         std::to_string(dir));
-        if (c.links > 1) Problem(where + ": directory " + std::to_string(v->child) +
-                                 " has several names");
+        if (c.rec.parent != dir)
+          Problem(where + ": the directory's parent is not " + std::to_string(dir));
+        if (c.links > 1)
+          Problem(where + ": directory " + std::to_string(v->child) + " has several names");
       }
     }
     Result<std::optional<std::string>> by_cookie = snap_.Get(schema::CookieKey(dir, v->cookie));
@@ -190,7 +191,8 @@ class Checker {
 
   void Cookie(std::string_view key, std::string_view value) {
     uint64_t dir, cookie;
-    if (!schema::ParseCookieKey(key, &dir, &cookie)) return Problem("malformed cookie key " + Hex(key));
+    if (!schema::ParseCookieKey(key, &dir, &cookie))
+      return Problem("malformed cookie key " + Hex(key));
     const std::string where = "cookie " + std::to_string(dir) + "#" + std::to_string(cookie);
     Result<schema::CookieValue> v = schema::DecodeCookie(value);
     if (!v.ok()) return Problem(where + ": " + v.status().ToString());
@@ -202,7 +204,8 @@ class Checker {
 
   void ExtentRec(std::string_view key, std::string_view value) {
     uint64_t ino, end;
-    if (!schema::ParseExtentKey(key, &ino, &end)) return Problem("malformed extent key " + Hex(key));
+    if (!schema::ParseExtentKey(key, &ino, &end))
+      return Problem("malformed extent key " + Hex(key));
     const std::string where = "extent " + std::to_string(ino) + "@" + std::to_string(end);
     Result<Extent> e = schema::DecodeExtent(end, value);
     if (!e.ok()) return Problem(where + ": " + e.status().ToString());

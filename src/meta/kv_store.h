@@ -115,8 +115,7 @@ class KvStoreWrapper : public KvStore {
   Result<std::optional<std::string>> Get(std::string_view key) override {
     return target_->Get(key);
   }
-  std::unique_ptr<KvIterator> NewIterator(std::string_view start,
-                                          std::string_view limit) override {
+  std::unique_ptr<KvIterator> NewIterator(std::string_view start, std::string_view limit) override {
     return target_->NewIterator(start, limit);
   }
   Status Sync() override { return target_->Sync(); }

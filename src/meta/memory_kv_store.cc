@@ -54,8 +54,7 @@ class MemorySnapshot : public KvReader {
   Result<std::optional<std::string>> Get(std::string_view key) override {
     return Lookup(*map_, key);
   }
-  std::unique_ptr<KvIterator> NewIterator(std::string_view start,
-                                          std::string_view limit) override {
+  std::unique_ptr<KvIterator> NewIterator(std::string_view start, std::string_view limit) override {
     return std::make_unique<MemoryIterator>(map_, map_.get(), start, limit);
   }
 

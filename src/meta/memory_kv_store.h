@@ -26,8 +26,7 @@ class MemoryKvStore : public KvStore {
   MemoryKvStore& operator=(const MemoryKvStore&) = delete;
 
   Result<std::optional<std::string>> Get(std::string_view key) override;
-  std::unique_ptr<KvIterator> NewIterator(std::string_view start,
-                                          std::string_view limit) override;
+  std::unique_ptr<KvIterator> NewIterator(std::string_view start, std::string_view limit) override;
   Status Sync() override;
   std::unique_ptr<KvReader> NewSnapshot() override;
 

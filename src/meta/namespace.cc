@@ -266,9 +266,8 @@ Result<vfs::DirPage> Namespace::ReadDir(const vfs::Credentials& cred, const vfs:
     add(parent, "..", schema::kDotDotCookie);
   }
   const uint64_t first = std::max(req.cookie + 1, schema::kFirstCookie);
-  std::unique_ptr<KvIterator> it =
-      snap->NewIterator(schema::CookiePrefix(rec.ino),
-                        PrefixSuccessor(schema::CookiePrefix(rec.ino)));
+  std::unique_ptr<KvIterator> it = snap->NewIterator(
+      schema::CookiePrefix(rec.ino), PrefixSuccessor(schema::CookiePrefix(rec.ino)));
   for (it->Seek(schema::CookieKey(rec.ino, first));
        it->Valid() && page.entries.size() < req.max_entries; it->Next()) {
     uint64_t dir_ino, cookie;

@@ -159,8 +159,8 @@ class Namespace {
   // The extents of `h` overlapping [offset, offset + length) (saturating),
   // with the version and attributes they belong to. kInvalidArgument /
   // kIsDirectory for objects without contents; CheckRead permissions.
-  Result<ChunkMap> GetChunkMap(const vfs::Credentials& cred, const vfs::Handle& h,
-                               uint64_t offset, uint64_t length);
+  Result<ChunkMap> GetChunkMap(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t offset,
+                               uint64_t length);
   // Replaces the extents of a range, sets the size, bumps the version, and
   // adjusts chunk refcounts, atomically; kAborted if the file's version is
   // not update.expected_version. Extents the range cuts through are split
@@ -212,8 +212,7 @@ class Namespace {
   Status Commit(Txn& txn, std::unique_lock<std::mutex>& lock);
   // A new, unlinked inode with a fresh number, staged in `txn`.
   // REQUIRES: write_mu_ held.
-  InodeRecord* NewInode(Txn& txn, vfs::FileType type, uint32_t mode, uint32_t uid,
-                        uint32_t gid);
+  InodeRecord* NewInode(Txn& txn, vfs::FileType type, uint32_t mode, uint32_t uid, uint32_t gid);
   // Creates and links `name` in `dir`, owned by the caller, with `attrs`.
   // REQUIRES: write_mu_ held, CheckDirWrite passed and `name` is free.
   Result<InodeRecord*> MakeChild(Txn& txn, const vfs::Credentials& cred, InodeRecord* dir,
@@ -237,8 +236,7 @@ class Namespace {
   Status ReleaseInode(Txn& txn, InodeRecord* victim);
   // Makes the extents of `file` cover nothing in [begin, end) nor past
   // `new_size`, splitting extents cut by those bounds.
-  Status CutExtents(Txn& txn, InodeRecord* file, uint64_t begin, uint64_t end,
-                    uint64_t new_size);
+  Status CutExtents(Txn& txn, InodeRecord* file, uint64_t begin, uint64_t end, uint64_t new_size);
   // Marks an unreferenced chunk as being collected, if it is still
   // unreferenced since `c.unreferenced_since`; false if it changed.
   Result<bool> MarkCollecting(const ChunkInfo& c);
@@ -254,9 +252,9 @@ class Namespace {
 
   // Serialises changes: each reads the latest state, then writes a batch.
   std::mutex write_mu_;
-  uint64_t next_ino_ = 0;       // guarded by write_mu_
-  uint64_t ino_limit_ = 0;      // guarded by write_mu_: the persisted limit
-  NamespaceStats stats_;        // guarded by write_mu_: as last written
+  uint64_t next_ino_ = 0;   // guarded by write_mu_
+  uint64_t ino_limit_ = 0;  // guarded by write_mu_: the persisted limit
+  NamespaceStats stats_;    // guarded by write_mu_: as last written
 };
 
 }  // namespace geofs::meta

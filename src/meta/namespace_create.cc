@@ -29,9 +29,8 @@ Result<Namespace::InodeRecord*> Namespace::MakeChild(Txn& txn, const vfs::Creden
 }
 
 Result<vfs::CreateReply> Namespace::CreateNode(const vfs::Credentials& cred,
-                                               const vfs::Handle& dir_handle,
-                                               std::string_view name, vfs::FileType type,
-                                               const vfs::SetAttrs& attrs,
+                                               const vfs::Handle& dir_handle, std::string_view name,
+                                               vfs::FileType type, const vfs::SetAttrs& attrs,
                                                const std::function<void(InodeRecord*)>& init) {
   GEOFS_RETURN_IF_ERROR(vfs::ValidateName(name));
   std::unique_lock lock(write_mu_);

@@ -31,9 +31,8 @@ Result<vfs::Wcc> Namespace::Rmdir(const vfs::Credentials& cred, const vfs::Handl
   return RemoveName(cred, dir, name, /*want_dir=*/true);
 }
 
-Result<vfs::Wcc> Namespace::RemoveName(const vfs::Credentials& cred,
-                                       const vfs::Handle& dir_handle, std::string_view name,
-                                       bool want_dir) {
+Result<vfs::Wcc> Namespace::RemoveName(const vfs::Credentials& cred, const vfs::Handle& dir_handle,
+                                       std::string_view name, bool want_dir) {
   GEOFS_RETURN_IF_ERROR(vfs::ValidateName(name));
   std::unique_lock lock(write_mu_);
   Txn txn(store_, Now(), stats_);
@@ -41,8 +40,7 @@ Result<vfs::Wcc> Namespace::RemoveName(const vfs::Credentials& cred,
   GEOFS_RETURN_IF_ERROR(vfs::CheckSearch(dir->ToAttr(), cred));
   vfs::Wcc wcc;
   wcc.before = vfs::ToWcc(dir->ToAttr());
-  GEOFS_ASSIGN_OR_RETURN(std::optional<schema::DirentValue> entry,
-                         txn.FindEntry(dir->ino, name));
+  GEOFS_ASSIGN_OR_RETURN(std::optional<schema::DirentValue> entry, txn.FindEntry(dir->ino, name));
   if (!entry) return Status::NotFound(name);
   GEOFS_ASSIGN_OR_RETURN(InodeRecord * victim, EntryTarget(txn, *entry));
   GEOFS_RETURN_IF_ERROR(vfs::CheckDelete(dir->ToAttr(), victim->ToAttr(), cred));
@@ -92,8 +90,7 @@ Result<bool> Namespace::IsSelfOrAncestor(Txn& txn, uint64_t ancestor, uint64_t d
 
 Result<vfs::RenameReply> Namespace::Rename(const vfs::Credentials& cred,
                                            const vfs::Handle& from_handle,
-                                           std::string_view from_name,
-                                           const vfs::Handle& to_handle,
+                                           std::string_view from_name, const vfs::Handle& to_handle,
                                            std::string_view to_name) {
   GEOFS_RETURN_IF_ERROR(vfs::ValidateName(from_name));
   GEOFS_RETURN_IF_ERROR(vfs::ValidateName(to_name));

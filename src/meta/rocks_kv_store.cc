@@ -83,8 +83,7 @@ class RocksSnapshot : public KvReader {
   Result<std::optional<std::string>> Get(std::string_view key) override {
     return GetFrom(db_, snapshot_, key);
   }
-  std::unique_ptr<KvIterator> NewIterator(std::string_view start,
-                                          std::string_view limit) override {
+  std::unique_ptr<KvIterator> NewIterator(std::string_view start, std::string_view limit) override {
     return std::make_unique<RocksIterator>(db_, snapshot_, start, limit);
   }
 

@@ -54,8 +54,7 @@ class RocksKvStore : public KvStore {
   RocksKvStore& operator=(const RocksKvStore&) = delete;
 
   Result<std::optional<std::string>> Get(std::string_view key) override;
-  std::unique_ptr<KvIterator> NewIterator(std::string_view start,
-                                          std::string_view limit) override;
+  std::unique_ptr<KvIterator> NewIterator(std::string_view start, std::string_view limit) override;
   Status Sync() override;
   std::unique_ptr<KvReader> NewSnapshot() override;
 

@@ -157,9 +157,7 @@ bool ParseDirentKey(std::string_view key, uint64_t* dir, std::string_view* name)
   return true;
 }
 
-std::string CookieKey(uint64_t dir, uint64_t cookie) {
-  return TagAnd64x2(kCookieTag, dir, cookie);
-}
+std::string CookieKey(uint64_t dir, uint64_t cookie) { return TagAnd64x2(kCookieTag, dir, cookie); }
 
 std::string CookiePrefix(uint64_t dir) { return TagAnd64(kCookieTag, dir); }
 
@@ -310,8 +308,12 @@ Result<CookieValue> DecodeCookie(std::string_view value) {
 }
 
 std::string EncodeExtent(const Extent& e) {
-  return Encoder(kRecordV1).U64(e.offset).Raw(IdBytes(e.chunk)).U64(e.chunk_offset)
-      .U64(e.chunk_size).Take();
+  return Encoder(kRecordV1)
+      .U64(e.offset)
+      .Raw(IdBytes(e.chunk))
+      .U64(e.chunk_offset)
+      .U64(e.chunk_size)
+      .Take();
 }
 
 Result<Extent> DecodeExtent(uint64_t end, std::string_view value) {
@@ -329,8 +331,12 @@ Result<Extent> DecodeExtent(uint64_t end, std::string_view value) {
 }
 
 std::string EncodeChunk(const ChunkInfo& c) {
-  return Encoder(kRecordV1).U64(c.refs).U64(c.size).Time(c.unreferenced_since)
-      .U8(c.collecting ? 1 : 0).Take();
+  return Encoder(kRecordV1)
+      .U64(c.refs)
+      .U64(c.size)
+      .Time(c.unreferenced_since)
+      .U8(c.collecting ? 1 : 0)
+      .Take();
 }
 
 Result<ChunkInfo> DecodeChunk(const ChunkId& id, std::string_view value) {
@@ -348,9 +354,19 @@ Result<ChunkInfo> DecodeChunk(const ChunkId& id, std::string_view value) {
 }
 
 std::string EncodeStats(const NamespaceStats& s) {
-  return Encoder(kRecordV1).U64(s.inodes).U64(s.directories).U64(s.files).U64(s.symlinks)
-      .U64(s.specials).U64(s.logical_bytes).U64(s.extents).U64(s.chunks)
-      .U64(s.referenced_bytes).U64(s.unreferenced_chunks).U64(s.unreferenced_bytes).Take();
+  return Encoder(kRecordV1)
+      .U64(s.inodes)
+      .U64(s.directories)
+      .U64(s.files)
+      .U64(s.symlinks)
+      .U64(s.specials)
+      .U64(s.logical_bytes)
+      .U64(s.extents)
+      .U64(s.chunks)
+      .U64(s.referenced_bytes)
+      .U64(s.unreferenced_chunks)
+      .U64(s.unreferenced_bytes)
+      .Take();
 }
 
 Result<NamespaceStats> DecodeStats(std::string_view value) {

@@ -72,7 +72,7 @@ struct CommitReply {
 struct ChunkInfo {
   ChunkId id{};
   uint64_t size = 0;
-  uint64_t refs = 0;       // number of extents, in all files, naming it
+  uint64_t refs = 0;            // number of extents, in all files, naming it
   WallTime unreferenced_since;  // when refs last became 0 (or it was registered)
   bool collecting = false;      // GC has started deleting it from the object store
 };
@@ -86,13 +86,13 @@ struct ChunkRef {
 struct NamespaceStats {
   uint64_t inodes = 0;
   uint64_t directories = 0;
-  uint64_t files = 0;     // regular files
+  uint64_t files = 0;  // regular files
   uint64_t symlinks = 0;
-  uint64_t specials = 0;  // devices, sockets, fifos
+  uint64_t specials = 0;       // devices, sockets, fifos
   uint64_t logical_bytes = 0;  // sum of regular files' sizes (each inode once)
   uint64_t extents = 0;
-  uint64_t chunks = 0;            // chunks with refs > 0
-  uint64_t referenced_bytes = 0;  // sum of their sizes
+  uint64_t chunks = 0;               // chunks with refs > 0
+  uint64_t referenced_bytes = 0;     // sum of their sizes
   uint64_t unreferenced_chunks = 0;  // chunks with refs == 0 awaiting GC
   uint64_t unreferenced_bytes = 0;
 

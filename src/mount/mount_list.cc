@@ -6,9 +6,8 @@ namespace geofs::mount {
 
 void MountList::Add(std::string_view host, std::string_view path) {
   std::lock_guard lock(mu_);
-  bool listed = std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) {
-    return e.host == host && e.path == path;
-  });
+  bool listed = std::any_of(entries_.begin(), entries_.end(),
+                            [&](const Entry& e) { return e.host == host && e.path == path; });
   if (listed || max_entries_ == 0) return;
   if (entries_.size() == max_entries_) entries_.pop_front();
   entries_.push_back(Entry{std::string(host), std::string(path)});

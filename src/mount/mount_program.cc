@@ -58,8 +58,8 @@ rpc::Reply MountProgram::Mnt(const rpc::CallContext& ctx, xdr::Decoder& args) {
   std::string host = HostOf(ctx.peer);
   if (exp == nullptr) return MntStatus(nfs3::MountStat::kNoEnt);
   if (!exp->Allows(ctx.peer)) {
-    GetLogger("mount")->info("refused mount of {} by {}: not in the allowlist",
-                             exp->options.path, host);
+    GetLogger("mount")->info("refused mount of {} by {}: not in the allowlist", exp->options.path,
+                             host);
     return MntStatus(nfs3::MountStat::kAcces);
   }
   mounts_.Add(host, exp->options.path);

@@ -44,8 +44,8 @@ enum class NfsProc : uint32_t {
 };
 inline constexpr uint32_t kNfsProcCount = 22;
 
-inline constexpr size_t kMaxNameBytes = 255;    // what PATHCONF name_max reports
-inline constexpr size_t kMaxPathBytes = 4096;   // symlink targets
+inline constexpr size_t kMaxNameBytes = 255;   // what PATHCONF name_max reports
+inline constexpr size_t kMaxPathBytes = 4096;  // symlink targets
 
 // Encoded sizes, for READDIR/READDIRPLUS byte budgets.
 inline constexpr size_t kFattrBytes = 84;
@@ -55,7 +55,9 @@ inline constexpr size_t kPostOpAttrBytes = 4 + kFattrBytes;  // when present
 inline constexpr size_t kDirReplyFixedBytes = kPostOpAttrBytes + 8 + 4 + 4;
 // One entry3 with its list marker: the part of a READDIRPLUS entry that
 // counts against dircount.
-inline constexpr size_t DirEntryBytes(size_t name_len) { return 4 + 8 + 4 + xdr::Pad4(name_len) + 8; }
+inline constexpr size_t DirEntryBytes(size_t name_len) {
+  return 4 + 8 + 4 + xdr::Pad4(name_len) + 8;
+}
 inline constexpr size_t kMinDirEntryBytes = DirEntryBytes(1);
 
 // FSINFO properties.

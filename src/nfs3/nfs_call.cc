@@ -59,8 +59,7 @@ xdr::Encoder NfsCall::OkBody() {
 void NfsCall::Reply(xdr::Encoder body) { respond_(rpc::Reply::Success(std::move(body))); }
 
 void NfsCall::Fail(NfsStat status) {
-  bool object_known = exp_ != nullptr && status != NfsStat::kStale &&
-                      status != NfsStat::kBadHandle;
+  bool object_known = exp_ != nullptr && status != NfsStat::kStale && status != NfsStat::kBadHandle;
   if (!object_known || shape_ == FailShape::kStatusOnly) return FailWithoutAttrs(status);
   bool wants_second = shape_ == FailShape::kTwoWcc || shape_ == FailShape::kAttrAndWcc;
   CallPtr self = shared_from_this();

@@ -12,10 +12,10 @@ namespace {
 
 // Indexed by procedure number (NfsProc).
 constexpr Procedure kProcedures[kNfsProcCount] = {
-    ProcNull,    ProcGetattr, ProcSetattr,  ProcLookup, ProcAccess,  ProcReadlink,
-    ProcRead,    ProcWrite,   ProcCreate,   ProcMkdir,  ProcSymlink, ProcMknod,
-    ProcRemove,  ProcRmdir,   ProcRename,   ProcLink,   ProcReaddir, ProcReaddirplus,
-    ProcFsstat,  ProcFsinfo,  ProcPathconf, ProcCommit,
+    ProcNull,   ProcGetattr, ProcSetattr,  ProcLookup, ProcAccess,  ProcReadlink,
+    ProcRead,   ProcWrite,   ProcCreate,   ProcMkdir,  ProcSymlink, ProcMknod,
+    ProcRemove, ProcRmdir,   ProcRename,   ProcLink,   ProcReaddir, ProcReaddirplus,
+    ProcFsstat, ProcFsinfo,  ProcPathconf, ProcCommit,
 };
 
 }  // namespace

@@ -5,10 +5,8 @@ namespace geofs::nfs3 {
 namespace {
 
 constexpr uint32_t kAllAccessBits = vfs::kAccessRead | vfs::kAccessLookup | vfs::kAccessModify |
-                                    vfs::kAccessExtend | vfs::kAccessDelete |
-                                    vfs::kAccessExecute;
-constexpr uint32_t kWriteAccessBits = vfs::kAccessModify | vfs::kAccessExtend |
-                                      vfs::kAccessDelete;
+                                    vfs::kAccessExtend | vfs::kAccessDelete | vfs::kAccessExecute;
+constexpr uint32_t kWriteAccessBits = vfs::kAccessModify | vfs::kAccessExtend | vfs::kAccessDelete;
 
 }  // namespace
 
@@ -20,16 +18,16 @@ void ProcAccess(const NfsContext& nfs, const rpc::CallContext& ctx, xdr::Decoder
   CallPtr call = NewCall(nfs, FailShape::kPostOpAttr, std::move(respond));
   if (!call->Resolve(ctx, fh)) return;
   requested &= kAllAccessBits;
-  call->backend().Access(
-      call->cred(), call->object(), requested, [call, requested](Result<vfs::AccessReply> r) {
-        if (!r.ok()) return call->Fail(r.status());
-        uint32_t granted = r->granted & requested;
-        if (call->exp().options.read_only) granted &= ~kWriteAccessBits;
-        xdr::Encoder e = NfsCall::OkBody();
-        EncodePostOpAttr(e, r->attr, call->fsid());
-        e.U32(granted);
-        call->Reply(std::move(e));
-      });
+  call->backend().Access(call->cred(), call->object(), requested,
+                         [call, requested](Result<vfs::AccessReply> r) {
+                           if (!r.ok()) return call->Fail(r.status());
+                           uint32_t granted = r->granted & requested;
+                           if (call->exp().options.read_only) granted &= ~kWriteAccessBits;
+                           xdr::Encoder e = NfsCall::OkBody();
+                           EncodePostOpAttr(e, r->attr, call->fsid());
+                           e.U32(granted);
+                           call->Reply(std::move(e));
+                         });
 }
 
 }  // namespace geofs::nfs3

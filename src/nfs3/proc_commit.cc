@@ -13,14 +13,13 @@ void ProcCommit(const NfsContext& nfs, const rpc::CallContext& ctx, xdr::Decoder
   }
   CallPtr call = NewCall(nfs, FailShape::kWcc, std::move(respond));
   if (!call->Resolve(ctx, fh)) return;
-  call->backend().Commit(call->cred(), call->object(), offset, count,
-                         [call](Result<vfs::Wcc> wcc) {
-                           if (!wcc.ok()) return call->Fail(wcc.status());
-                           xdr::Encoder e = NfsCall::OkBody();
-                           EncodeWcc(e, *wcc, call->fsid());
-                           e.FixedOpaque(call->nfs().write_verifier);
-                           call->Reply(std::move(e));
-                         });
+  call->backend().Commit(call->cred(), call->object(), offset, count, [call](Result<vfs::Wcc> wcc) {
+    if (!wcc.ok()) return call->Fail(wcc.status());
+    xdr::Encoder e = NfsCall::OkBody();
+    EncodeWcc(e, *wcc, call->fsid());
+    e.FixedOpaque(call->nfs().write_verifier);
+    call->Reply(std::move(e));
+  });
 }
 
 }  // namespace geofs::nfs3

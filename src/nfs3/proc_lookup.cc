@@ -27,13 +27,15 @@ void ProcLookup(const NfsContext& nfs, const rpc::CallContext& ctx, xdr::Decoder
   };
   if (what.name == ".") {
     // "." is the directory itself, reachable only with search permission.
-    call->backend().Access(
-        call->cred(), call->object(), vfs::kAccessLookup, [call](Result<vfs::AccessReply> r) {
-          if (!r.ok()) return call->Fail(r.status());
-          if (r->attr.type != vfs::FileType::kDirectory) return call->Fail(NfsStat::kNotDir);
-          if ((r->granted & vfs::kAccessLookup) == 0) return call->Fail(NfsStat::kAcces);
-          ReplyFound(*call, vfs::Entry{call->object(), r->attr}, r->attr);
-        });
+    call->backend().Access(call->cred(), call->object(), vfs::kAccessLookup,
+                           [call](Result<vfs::AccessReply> r) {
+                             if (!r.ok()) return call->Fail(r.status());
+                             if (r->attr.type != vfs::FileType::kDirectory)
+                               return call->Fail(NfsStat::kNotDir);
+                             if ((r->granted & vfs::kAccessLookup) == 0)
+                               return call->Fail(NfsStat::kAcces);
+                             ReplyFound(*call, vfs::Entry{call->object(), r->attr}, r->attr);
+                           });
   } else if (what.name == "..") {
     call->backend().LookupParent(call->cred(), call->object(), on_lookup);
   } else {

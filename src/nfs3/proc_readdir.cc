@@ -24,31 +24,31 @@ void ProcReaddir(const NfsContext& nfs, const rpc::CallContext& ctx, xdr::Decode
   size_t room = budget > kDirReplyFixedBytes ? budget - kDirReplyFixedBytes : 0;
   req.max_entries = static_cast<uint32_t>(std::max<size_t>(1, room / kMinDirEntryBytes));
   req.with_attrs = false;
-  call->backend().ReadDir(
-      call->cred(), call->object(), req, [call, budget](Result<vfs::DirPage> r) {
-        if (!r.ok()) return call->Fail(r.status());
-        const vfs::DirPage& page = *r;
-        xdr::Encoder e = NfsCall::OkBody();
-        EncodePostOpAttr(e, page.dir_attr, call->fsid());
-        e.U64(page.verifier);
-        size_t used = kDirReplyFixedBytes - (page.dir_attr ? 0 : kFattrBytes);
-        size_t n = 0;
-        for (const vfs::DirEntry& entry : page.entries) {
-          size_t cost = DirEntryBytes(entry.name.size());
-          if (used + cost > budget) break;
-          used += cost;
-          e.Bool(true);
-          e.U64(entry.fileid);
-          e.String(entry.name);
-          e.U64(entry.cookie);
-          ++n;
-        }
-        bool eof = page.eof && n == page.entries.size();
-        if (n == 0 && !eof) return call->Fail(NfsStat::kTooSmall);
-        e.Bool(false);
-        e.Bool(eof);
-        call->Reply(std::move(e));
-      });
+  call->backend().ReadDir(call->cred(), call->object(), req,
+                          [call, budget](Result<vfs::DirPage> r) {
+                            if (!r.ok()) return call->Fail(r.status());
+                            const vfs::DirPage& page = *r;
+                            xdr::Encoder e = NfsCall::OkBody();
+                            EncodePostOpAttr(e, page.dir_attr, call->fsid());
+                            e.U64(page.verifier);
+                            size_t used = kDirReplyFixedBytes - (page.dir_attr ? 0 : kFattrBytes);
+                            size_t n = 0;
+                            for (const vfs::DirEntry& entry : page.entries) {
+                              size_t cost = DirEntryBytes(entry.name.size());
+                              if (used + cost > budget) break;
+                              used += cost;
+                              e.Bool(true);
+                              e.U64(entry.fileid);
+                              e.String(entry.name);
+                              e.U64(entry.cookie);
+                              ++n;
+                            }
+                            bool eof = page.eof && n == page.entries.size();
+                            if (n == 0 && !eof) return call->Fail(NfsStat::kTooSmall);
+                            e.Bool(false);
+                            e.Bool(eof);
+                            call->Reply(std::move(e));
+                          });
 }
 
 }  // namespace geofs::nfs3

@@ -7,9 +7,8 @@ namespace geofs::nfs3 {
 namespace {
 
 // The smallest entryplus3 that carries attributes and a handle.
-constexpr size_t kMinPlusEntryBytes =
-    kMinDirEntryBytes + kPostOpAttrBytes + 4 + 4 +
-    xdr::Pad4(HandleCodec::kHeaderBytes + HandleCodec::kMacBytes);
+constexpr size_t kMinPlusEntryBytes = kMinDirEntryBytes + kPostOpAttrBytes + 4 + 4 +
+                                      xdr::Pad4(HandleCodec::kHeaderBytes + HandleCodec::kMacBytes);
 
 }  // namespace
 

@@ -25,19 +25,17 @@ void ProcWrite(const NfsContext& nfs, const rpc::CallContext& ctx, xdr::Decoder&
   // Beyond wtmax the write is short, which RFC 1813 allows.
   size_t n = std::min<size_t>(count, nfs.options.wtmax);
   // The payload stays in the received record: the buffer shares its owner.
-  Buffer payload = ctx.record ? Buffer(ctx.record, data.data(), n)
-                              : Buffer::CopyOf(data.first(n));
-  call->backend().Write(
-      call->cred(), call->object(), offset, std::move(payload),
-      static_cast<vfs::Stability>(stable), [call](Result<vfs::WriteReply> r) {
-        if (!r.ok()) return call->Fail(r.status());
-        xdr::Encoder e = NfsCall::OkBody();
-        EncodeWcc(e, r->wcc, call->fsid());
-        e.U32(r->count);
-        e.U32(static_cast<uint32_t>(r->committed));
-        e.FixedOpaque(call->nfs().write_verifier);
-        call->Reply(std::move(e));
-      });
+  Buffer payload = ctx.record ? Buffer(ctx.record, data.data(), n) : Buffer::CopyOf(data.first(n));
+  call->backend().Write(call->cred(), call->object(), offset, std::move(payload),
+                        static_cast<vfs::Stability>(stable), [call](Result<vfs::WriteReply> r) {
+                          if (!r.ok()) return call->Fail(r.status());
+                          xdr::Encoder e = NfsCall::OkBody();
+                          EncodeWcc(e, r->wcc, call->fsid());
+                          e.U32(r->count);
+                          e.U32(static_cast<uint32_t>(r->committed));
+                          e.FixedOpaque(call->nfs().write_verifier);
+                          call->Reply(std::move(e));
+                        });
 }
 
 }  // namespace geofs::nfs3

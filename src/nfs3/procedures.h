@@ -11,8 +11,8 @@
 
 namespace geofs::nfs3 {
 
-using Procedure = void (*)(const NfsContext& nfs, const rpc::CallContext& ctx,
-                           xdr::Decoder& args, rpc::Responder respond);
+using Procedure = void (*)(const NfsContext& nfs, const rpc::CallContext& ctx, xdr::Decoder& args,
+                           rpc::Responder respond);
 
 void ProcNull(const NfsContext&, const rpc::CallContext&, xdr::Decoder&, rpc::Responder);
 void ProcGetattr(const NfsContext&, const rpc::CallContext&, xdr::Decoder&, rpc::Responder);

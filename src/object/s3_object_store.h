@@ -12,6 +12,8 @@
 //    status (and S3's error code): 404 -> kNotFound, 403 -> kAccessDenied,
 //    400 -> kInvalidArgument, exhausted 5xx/connection errors ->
 //    kUnavailable, exhausted timeouts -> kDeadlineExceeded.
+//  - List returns keys in the order the server sends them: byte order on
+//    AWS; some emulators (s3rver) differ for keys of mixed depth.
 //
 // Thread-safe.
 #pragma once

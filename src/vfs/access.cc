@@ -73,8 +73,7 @@ Status CheckDirWrite(const Attr& dir, const Credentials& cred) {
 
 Status CheckDelete(const Attr& dir, const Attr& victim, const Credentials& cred) {
   GEOFS_RETURN_IF_ERROR(CheckDirWrite(dir, cred));
-  if ((dir.mode & kModeSticky) && !IsRoot(cred) && !IsOwner(dir, cred) &&
-      !IsOwner(victim, cred)) {
+  if ((dir.mode & kModeSticky) && !IsRoot(cred) && !IsOwner(dir, cred) && !IsOwner(victim, cred)) {
     return Status::NotPermitted("sticky directory");
   }
   return Status::Ok();
@@ -107,8 +106,7 @@ Status CheckSetAttr(const Attr& cur, const SetAttrs& req, const Credentials& cre
   }
   if (req.atime_how == TimeUpdate::kClientTime || req.mtime_how == TimeUpdate::kClientTime) {
     if (!privileged) return Status::NotPermitted("only the owner may set times");
-  } else if (req.atime_how == TimeUpdate::kServerTime ||
-             req.mtime_how == TimeUpdate::kServerTime) {
+  } else if (req.atime_how == TimeUpdate::kServerTime || req.mtime_how == TimeUpdate::kServerTime) {
     if (!privileged && !HasPermission(cur, cred, kMayWrite)) {
       return Status::AccessDenied("touch needs write permission");
     }

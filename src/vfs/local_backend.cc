@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -89,13 +90,20 @@ Status HandleOpenErrno() {
 
 FileType TypeOf(mode_t mode) {
   switch (mode & S_IFMT) {
-    case S_IFDIR: return FileType::kDirectory;
-    case S_IFLNK: return FileType::kSymlink;
-    case S_IFBLK: return FileType::kBlockDevice;
-    case S_IFCHR: return FileType::kCharDevice;
-    case S_IFSOCK: return FileType::kSocket;
-    case S_IFIFO: return FileType::kFifo;
-    default: return FileType::kRegular;
+    case S_IFDIR:
+      return FileType::kDirectory;
+    case S_IFLNK:
+      return FileType::kSymlink;
+    case S_IFBLK:
+      return FileType::kBlockDevice;
+    case S_IFCHR:
+      return FileType::kCharDevice;
+    case S_IFSOCK:
+      return FileType::kSocket;
+    case S_IFIFO:
+      return FileType::kFifo;
+    default:
+      return FileType::kRegular;
   }
 }
 
@@ -132,9 +140,12 @@ Attr Prototype(FileType type, const NewOwnership& own) {
 
 timespec ToTimespec(TimeUpdate how, WallTime t) {
   switch (how) {
-    case TimeUpdate::kDontChange: return {0, UTIME_OMIT};
-    case TimeUpdate::kServerTime: return {0, UTIME_NOW};
-    case TimeUpdate::kClientTime: break;
+    case TimeUpdate::kDontChange:
+      return {0, UTIME_OMIT};
+    case TimeUpdate::kServerTime:
+      return {0, UTIME_NOW};
+    case TimeUpdate::kClientTime:
+      break;
   }
   return {static_cast<time_t>(t.sec), static_cast<long>(t.nsec)};
 }
@@ -169,7 +180,7 @@ Result<struct stat> Fstat(int fd) {
   return st;
 }
 
-Result<Handle> EncodeHandle(const FileHandleBuffer& fh) {
+Handle EncodeHandle(const FileHandleBuffer& fh) {
   uint8_t bytes[kMaxHandleBytes];
   const uint32_t type = static_cast<uint32_t>(fh.header.handle_type);
   for (size_t i = 0; i < kTypeBytes; ++i) bytes[i] = static_cast<uint8_t>(type >> (24 - 8 * i));
@@ -205,6 +216,23 @@ Result<FileHandleBuffer> DecodeHandle(const Handle& h) {
   return fh;
 }
 
+// The descriptor cache size that fits under RLIMIT_NOFILE next to
+// everything else the process keeps open (`kOtherDescriptors`), raising the
+// soft limit towards the hard one if needed.
+size_t FitDescriptorBudget(size_t wanted) {
+  constexpr rlim_t kOtherDescriptors = 1024;
+  wanted = std::max<size_t>(wanted, 1);
+  rlimit lim;
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return wanted;
+  const rlim_t need = wanted + kOtherDescriptors;
+  if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur >= need) return wanted;
+  rlimit raised = lim;
+  raised.rlim_cur = lim.rlim_max == RLIM_INFINITY ? need : std::min(need, lim.rlim_max);
+  if (raised.rlim_cur > lim.rlim_cur && ::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  if (lim.rlim_cur >= need) return wanted;
+  return std::max<size_t>(lim.rlim_cur / 2, 1);
+}
+
 bool IsUnder(std::string_view path, std::string_view root) {
   if (root == "/") return true;
   return path.starts_with(root) && (path.size() == root.size() || path[root.size()] == '/');
@@ -221,12 +249,9 @@ class LocalBackend::Fs {
     UniqueFd root(::open(root_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!root.valid()) return Errno(root_dir);
     GEOFS_ASSIGN_OR_RETURN(struct stat st, Fstat(root.get()));
-    Result<Handle> handle = HandleAt(root.get(), "");
-    if (!handle.ok()) {
-      if (errno == EOPNOTSUPP) return Status::NotSupported(root_dir + " has no file handles");
-      return handle.status();
-    }
-    GEOFS_ASSIGN_OR_RETURN(FileHandleBuffer fh, DecodeHandle(*handle));
+    // kNotSupported: no file handles on this file system, or too long ones.
+    GEOFS_ASSIGN_OR_RETURN(Handle handle, HandleAt(root.get(), ""));
+    GEOFS_ASSIGN_OR_RETURN(FileHandleBuffer fh, DecodeHandle(handle));
     UniqueFd probe(::open_by_handle_at(root.get(), &fh.header, O_PATH | O_CLOEXEC));
     if (!probe.valid()) {
       if (errno == EPERM) {
@@ -244,9 +269,15 @@ class LocalBackend::Fs {
     if (long bits = ::fpathconf(root.get(), _PC_FILESIZEBITS); bits > 0 && bits < 64) {
       caps.max_file_size = (uint64_t{1} << (bits - 1)) - 1;
     }
-    GetLogger("vfs.local")->info("serving {} ({} byte handles)", root_path, handle->size());
+    const size_t cache_size = FitDescriptorBudget(options.max_open_files);
+    auto log = GetLogger("vfs.local");
+    if (cache_size < options.max_open_files) {
+      log->warn("RLIMIT_NOFILE too low for {} cached descriptors; caching {}",
+                options.max_open_files, cache_size);
+    }
+    log->info("serving {} ({} byte handles)", root_path, handle.size());
     return std::unique_ptr<Fs>(
-        new Fs(std::move(root), st, *handle, std::move(root_path), caps, options));
+        new Fs(std::move(root), st, handle, std::move(root_path), caps, options, cache_size));
   }
 
   size_t CachedFileCount() const { return fds_.size(); }
@@ -422,10 +453,9 @@ class LocalBackend::Fs {
 
   Result<CreateReply> Mkdir(const Credentials& cred, const Handle& dir_handle,
                             std::string_view name, const SetAttrs& attrs) {
-    return CreateNode(cred, dir_handle, name, FileType::kDirectory, attrs,
-                      [](int dirfd, const char* n, uint32_t mode) {
-                        return ::mkdirat(dirfd, n, mode);
-                      });
+    return CreateNode(
+        cred, dir_handle, name, FileType::kDirectory, attrs,
+        [](int dirfd, const char* n, uint32_t mode) { return ::mkdirat(dirfd, n, mode); });
   }
 
   Result<CreateReply> Symlink(const Credentials& cred, const Handle& dir_handle,
@@ -435,10 +465,9 @@ class LocalBackend::Fs {
     SetAttrs symlink_attrs = attrs;
     symlink_attrs.mode = 0777;  // symlink permissions are never consulted
     const std::string ctarget(target);
-    return CreateNode(cred, dir_handle, name, FileType::kSymlink, symlink_attrs,
-                      [&](int dirfd, const char* n, uint32_t) {
-                        return ::symlinkat(ctarget.c_str(), dirfd, n);
-                      });
+    return CreateNode(
+        cred, dir_handle, name, FileType::kSymlink, symlink_attrs,
+        [&](int dirfd, const char* n, uint32_t) { return ::symlinkat(ctarget.c_str(), dirfd, n); });
   }
 
   Result<CreateReply> Mknod(const Credentials& cred, const Handle& dir_handle,
@@ -578,8 +607,8 @@ class LocalBackend::Fs {
     page.verifier = kCookieVerifier;
     page.dir_attr = dir_attr;
     // Sized for the page: getdents64 does work for every entry it returns.
-    std::vector<char> buf(std::clamp<size_t>(size_t{req.max_entries} * 64, kMinDirBufferBytes,
-                                             kMaxDirBufferBytes));
+    std::vector<char> buf(
+        std::clamp<size_t>(size_t{req.max_entries} * 64, kMinDirBufferBytes, kMaxDirBufferBytes));
     while (true) {
       ssize_t n = ::getdents64(fd.get(), buf.data(), buf.size());
       if (n < 0) return Errno("getdents64");
@@ -640,16 +669,16 @@ class LocalBackend::Fs {
 
  private:
   Fs(UniqueFd root, const struct stat& root_st, Handle root_handle, std::string root_path,
-     const Capabilities& caps, const LocalBackendOptions& options)
+     const Capabilities& caps, const LocalBackendOptions& options, size_t cache_size)
       : options_(options),
         root_dev_(root_st.st_dev),
         root_ino_(root_st.st_ino),
-        root_(std::make_shared<const OpenFd>(root.Release(), FdAccess::kRead,
-                                             FileType::kDirectory)),
+        root_(
+            std::make_shared<const OpenFd>(root.Release(), FdAccess::kRead, FileType::kDirectory)),
         root_handle_(root_handle),
         root_path_(std::move(root_path)),
         caps_(caps),
-        fds_(std::max<size_t>(options.max_open_files, 1)) {}
+        fds_(cache_size) {}
 
   // The descriptor for `h`, decoded and checked on a cache miss. With kRead
   // or kWrite a regular file comes back readable (writable); any other type
@@ -727,8 +756,8 @@ class LocalBackend::Fs {
     if (st.st_dev != root_dev_) return Status::NotSupported("a mount point inside the export");
     GEOFS_ASSIGN_OR_RETURN(Handle h, HandleAt(fd.get(), ""));
     if (cache) {
-      fds_.Insert(h, std::make_shared<const OpenFd>(fd.Release(), FdAccess::kPath,
-                                                    TypeOf(st.st_mode)));
+      fds_.Insert(
+          h, std::make_shared<const OpenFd>(fd.Release(), FdAccess::kPath, TypeOf(st.st_mode)));
     }
     return Entry{h, ToAttr(st)};
   }
@@ -829,8 +858,7 @@ class LocalBackend::Fs {
         return Status::AlreadyExists(name);
       case CreateMode::kExclusive: {
         auto [mtime, atime] = VerifierTimes(req.verifier);
-        if (!S_ISREG(st.st_mode) || st.st_size != 0 || attr.mtime != mtime ||
-            attr.atime != atime) {
+        if (!S_ISREG(st.st_mode) || st.st_size != 0 || attr.mtime != mtime || attr.atime != atime) {
           return Status::AlreadyExists("exclusive create with a different verifier");
         }
         obj = std::make_shared<const OpenFd>(fd.Release(), FdAccess::kPath, FileType::kRegular);
@@ -848,8 +876,8 @@ class LocalBackend::Fs {
         // Reopening the descriptor's own inode cannot race with a rename.
         UniqueFd rw(::open(ProcFdPath(fd.get()).c_str(), O_RDWR | O_CLOEXEC));
         if (!rw.valid()) return Errno(name);
-        obj = std::make_shared<const OpenFd>(rw.Release(), FdAccess::kReadWrite,
-                                             FileType::kRegular);
+        obj =
+            std::make_shared<const OpenFd>(rw.Release(), FdAccess::kReadWrite, FileType::kRegular);
         GEOFS_ASSIGN_OR_RETURN(st, Apply(*obj, FileType::kRegular, size_only,
                                          ModeAfterSetAttr(attr, size_only, cred)));
         attr = ToAttr(st);

@@ -48,7 +48,9 @@ namespace geofs::vfs {
 
 struct LocalBackendOptions {
   // Descriptors kept open for recently used handles (one per handle), so
-  // READ and WRITE need no open(2).
+  // READ and WRITE need no open(2). Open() raises the soft RLIMIT_NOFILE
+  // (up to the hard limit) to fit them next to 1024 others; if it cannot,
+  // it caches half the limit instead.
   size_t max_open_files = 4096;
   // Whether a namespace change (create, remove, rename, link, setattr)
   // fsyncs the directories and the object it touched before replying. Off,

@@ -384,7 +384,8 @@ class MemoryBackend::Tree {
     s.total_bytes = kCapacityBytes;
     s.free_bytes = s.avail_bytes = kCapacityBytes - used;
     s.total_files = kCapacityFiles;
-    s.free_files = s.avail_files = kCapacityFiles - std::min<uint64_t>(inodes_.size(), kCapacityFiles);
+    s.free_files = s.avail_files =
+        kCapacityFiles - std::min<uint64_t>(inodes_.size(), kCapacityFiles);
     s.attr = n->attr;
     return s;
   }
@@ -667,8 +668,8 @@ void MemoryBackend::ReadLink(const Credentials&, const Handle& h, Callback<ReadL
   cb(tree_->ReadLink(h));
 }
 
-void MemoryBackend::Read(const Credentials& cred, const Handle& h, uint64_t offset,
-                         uint32_t count, Callback<ReadReply> cb) {
+void MemoryBackend::Read(const Credentials& cred, const Handle& h, uint64_t offset, uint32_t count,
+                         Callback<ReadReply> cb) {
   cb(tree_->Read(cred, h, offset, count));
 }
 

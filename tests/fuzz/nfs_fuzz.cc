@@ -3,9 +3,10 @@
 // answered exactly once with a well-formed reply.
 //
 // Input: byte 0 picks the procedure (values past 21 probe PROC_UNAVAIL);
-// byte 1 is flags: bit 0 prepends the root directory's handle to the
-// arguments and bit 1 a regular file's (so the fuzzer reaches past handle
-// authentication without forging HMACs), bit 2 calls with AUTH_NONE, bit 3 as
+// byte 1 is flags: bit 1 prepends a regular file's handle to the arguments
+// and bit 0 then the root directory's (so the fuzzer reaches past handle
+// authentication without forging HMACs; both give LINK's file and
+// directory), bit 2 calls with AUTH_NONE, bit 3 as
 // uid 1000 instead of root, bit 4 from a peer outside the allowlisted
 // export, bit 5 against a read-only export of the same tree. The rest is the
 // argument bytes.
@@ -37,7 +38,7 @@ constexpr uint8_t kReadOnly = 1 << 5;
 
 // A fresh tree per input keeps runs independent and memory bounded.
 struct World {
-  World() : backend(&clock), codec(FixedKey()) {
+  World() : backend(&clock) {
     ExportOptions rw;
     rw.squash = Squash::kNone;
     rw.allow = {*Cidr::Parse("127.0.0.0/8")};
@@ -46,7 +47,7 @@ struct World {
     ro.path = "/ro";
     ro.read_only = true;
     ro_export = *exports.Add(ro, &backend);
-    program = std::make_unique<NfsProgram>(&exports, &codec);
+    program = std::make_unique<NfsProgram>(&exports, &Codec());
 
     vfs::CreateRequest req;
     req.attrs.mode = 0644;
@@ -61,15 +62,18 @@ struct World {
     backend.Symlink({}, rw_export->root, "link", "file", {}, [](Result<vfs::CreateReply>) {});
   }
 
-  static HandleCodec::Key FixedKey() {
-    HandleCodec::Key key{};
-    for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(i * 13 + 1);
-    return key;
+  // Shared by all inputs: immutable, and costly to key.
+  static const HandleCodec& Codec() {
+    static const HandleCodec* codec = [] {
+      HandleCodec::Key key{};
+      for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(i * 13 + 1);
+      return new HandleCodec(key);
+    }();
+    return *codec;
   }
 
   ManualClock clock;
   vfs::MemoryBackend backend;
-  HandleCodec codec;
   ExportTable exports;
   const Export* rw_export = nullptr;
   const Export* ro_export = nullptr;
@@ -132,8 +136,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Export* exp = (flags & kReadOnly) ? world.ro_export : world.rw_export;
 
   geofs::xdr::Encoder prefix;
-  if (flags & kPrependRoot) prefix.Opaque(world.codec.Encode(exp->id, exp->root).bytes());
-  if (flags & kPrependFile) prefix.Opaque(world.codec.Encode(exp->id, world.file).bytes());
+  const HandleCodec& codec = World::Codec();
+  if (flags & kPrependFile) prefix.Opaque(codec.Encode(exp->id, world.file).bytes());
+  if (flags & kPrependRoot) prefix.Opaque(codec.Encode(exp->id, exp->root).bytes());
   auto record = std::make_shared<std::vector<uint8_t>>(prefix.Flatten());
   record->insert(record->end(), data + 2, data + size);
 

@@ -38,8 +38,8 @@ class BadInputTest : public DaemonTest {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartDaemon({"--squash", "none"})); }
 
-  std::unique_ptr<RpcClient> Connect(uint16_t port, std::chrono::milliseconds timeout =
-                                                        std::chrono::seconds(10)) {
+  std::unique_ptr<RpcClient> Connect(uint16_t port,
+                                     std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
     auto c = RpcClient::Connect("127.0.0.1", port, timeout);
     if (!c.ok()) {
       ADD_FAILURE() << c.status().ToString();

@@ -23,22 +23,22 @@ const Status& StatusOf(const Result<T>& r) {
 
 }  // namespace geofs::testing
 
-#define GEOFS_ASSERT_OK(expr)                                                     \
-  do {                                                                            \
-    const auto& geofs_ok_ = (expr);                                               \
+#define GEOFS_ASSERT_OK(expr)                                                        \
+  do {                                                                               \
+    const auto& geofs_ok_ = (expr);                                                  \
     ASSERT_TRUE(geofs_ok_.ok()) << ::geofs::testing::StatusOf(geofs_ok_).ToString(); \
   } while (0)
 
-#define GEOFS_EXPECT_OK(expr)                                                     \
-  do {                                                                            \
-    const auto& geofs_ok_ = (expr);                                               \
+#define GEOFS_EXPECT_OK(expr)                                                        \
+  do {                                                                               \
+    const auto& geofs_ok_ = (expr);                                                  \
     EXPECT_TRUE(geofs_ok_.ok()) << ::geofs::testing::StatusOf(geofs_ok_).ToString(); \
   } while (0)
 
 // `lhs = value of expr` (a Result), or fail the test fatally.
 #define GEOFS_ASSERT_OK_AND_ASSIGN(lhs, expr) \
   GEOFS_ASSERT_OK_AND_ASSIGN_IMPL_(GEOFS_CONCAT_(geofs_assign_, __LINE__), lhs, expr)
-#define GEOFS_ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, expr)  \
+#define GEOFS_ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                     \
   ASSERT_TRUE(tmp.ok()) << tmp.status().ToString();      \
   lhs = std::move(tmp).value()

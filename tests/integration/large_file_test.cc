@@ -42,7 +42,8 @@ TEST_F(LargeFileTest, OneGibibyteRoundTrip) {
   std::vector<char> expected(kBlock);
 
   nfsfh* fh = nullptr;
-  ASSERT_EQ(nfs_open2(nfs, "/large", O_WRONLY | O_CREAT | O_TRUNC, 0644, &fh), 0) << client->Error();
+  ASSERT_EQ(nfs_open2(nfs, "/large", O_WRONLY | O_CREAT | O_TRUNC, 0644, &fh), 0)
+      << client->Error();
   for (uint64_t offset = 0; offset < kFileSize; offset += kBlock) {
     FillPattern(offset, block);
     ASSERT_EQ(nfs_pwrite(nfs, fh, offset, kBlock, block.data()), static_cast<int>(kBlock))

@@ -16,8 +16,8 @@ namespace {
 constexpr uint32_t kNobody = 65534;
 
 // Creates a local file with exactly this mode and owner.
-void MakeLocalFile(const std::string& path, const std::string& content, mode_t mode,
-                   uid_t uid = 0, gid_t gid = 0) {
+void MakeLocalFile(const std::string& path, const std::string& content, mode_t mode, uid_t uid = 0,
+                   gid_t gid = 0) {
   std::ofstream(path, std::ios::binary) << content;
   ASSERT_EQ(chmod(path.c_str(), mode), 0) << path;
   ASSERT_EQ(chown(path.c_str(), uid, gid), 0) << path;
@@ -62,8 +62,7 @@ TEST_F(ReadOnlyExportTest, RefusesEveryModifyingProcedure) {
   EXPECT_NFS_STATUS(NFS3ERR_ROFS, write.status);
   GEOFS_ASSERT_OK_AND_ASSIGN(auto create, raw->Create(root, "new", UNCHECKED, ModeAttrs(0644)));
   EXPECT_NFS_STATUS(NFS3ERR_ROFS, create.status);
-  GEOFS_ASSERT_OK_AND_ASSIGN(auto exclusive,
-                             raw->Create(root, "new", EXCLUSIVE, NoAttrs(), {'v'}));
+  GEOFS_ASSERT_OK_AND_ASSIGN(auto exclusive, raw->Create(root, "new", EXCLUSIVE, NoAttrs(), {'v'}));
   EXPECT_NFS_STATUS(NFS3ERR_ROFS, exclusive.status);
   GEOFS_ASSERT_OK_AND_ASSIGN(auto mkdir, raw->Mkdir(root, "newdir", 0755));
   EXPECT_NFS_STATUS(NFS3ERR_ROFS, mkdir.status);
@@ -109,9 +108,8 @@ TEST_F(ReadOnlyExportTest, ReadsWork) {
   EXPECT_GE(plus.entries.size(), 4u);
 
   // ACCESS must not promise what the export will refuse.
-  GEOFS_ASSERT_OK_AND_ASSIGN(
-      auto access,
-      raw->Access(f.fh, ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE));
+  GEOFS_ASSERT_OK_AND_ASSIGN(auto access, raw->Access(f.fh, ACCESS3_READ | ACCESS3_MODIFY |
+                                                                ACCESS3_EXTEND | ACCESS3_DELETE));
   ASSERT_NFS_STATUS(NFS3_OK, access.first);
   EXPECT_EQ(access.second, static_cast<uint32_t>(ACCESS3_READ));
   GEOFS_ASSERT_OK_AND_ASSIGN(
@@ -255,7 +253,8 @@ TEST_F(PermissionTest, UserCannotChangeRootsDirectory) {
 
   auto raw = Raw(1000, 1000);
   ASSERT_NE(raw, nullptr);
-  GEOFS_ASSERT_OK_AND_ASSIGN(auto create, raw->Create(raw->root(), "mine", GUARDED, ModeAttrs(0644)));
+  GEOFS_ASSERT_OK_AND_ASSIGN(auto create,
+                             raw->Create(raw->root(), "mine", GUARDED, ModeAttrs(0644)));
   EXPECT_NFS_STATUS(NFS3ERR_ACCES, create.status);
   GEOFS_ASSERT_OK_AND_ASSIGN(auto mkdir, raw->Mkdir(raw->root(), "mydir", 0755));
   EXPECT_NFS_STATUS(NFS3ERR_ACCES, mkdir.status);

@@ -189,8 +189,8 @@ TEST_F(ProceduresTest, AccessGrantsByModeBits) {
   GEOFS_ASSERT_OK_AND_ASSIGN(auto d, raw->Lookup(raw->root(), "d"));
   GEOFS_ASSERT_OK_AND_ASSIGN(auto dir_access, raw->Access(d.fh, kAll));
   ASSERT_NFS_STATUS(NFS3_OK, dir_access.first);
-  EXPECT_EQ(dir_access.second & (ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND |
-                                 ACCESS3_DELETE),
+  EXPECT_EQ(dir_access.second &
+                (ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE),
             ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE);
   GEOFS_ASSERT_OK_AND_ASSIGN(auto f, raw->Lookup(raw->root(), "f"));
   GEOFS_ASSERT_OK_AND_ASSIGN(auto file_access, raw->Access(f.fh, ACCESS3_READ | ACCESS3_EXECUTE));
@@ -221,8 +221,7 @@ TEST_F(ProceduresTest, SymlinkAndReadlink) {
 TEST_F(ProceduresTest, UnstableWritesThenCommit) {
   auto raw = Raw();
   ASSERT_NE(raw, nullptr);
-  GEOFS_ASSERT_OK_AND_ASSIGN(auto file,
-                             raw->Create(raw->root(), "u", UNCHECKED, ModeAttrs(0644)));
+  GEOFS_ASSERT_OK_AND_ASSIGN(auto file, raw->Create(raw->root(), "u", UNCHECKED, ModeAttrs(0644)));
   ASSERT_NFS_STATUS(NFS3_OK, file.status);
   ASSERT_FALSE(file.fh.empty());
 
@@ -543,12 +542,13 @@ TEST_F(ProceduresTest, FsstatFsinfoPathconf) {
   info_args.fsroot = ToFh3(raw->root());
   FSINFO3resok info{};
   nfsstat3 info_status = NFS3ERR_SERVERFAULT;
-  GEOFS_ASSERT_OK(raw->Call<FSINFO3res>(
-      [&](rpc_context* r, rpc_cb cb, void* p) { return rpc_nfs3_fsinfo_async(r, cb, &info_args, p); },
-      [&](FSINFO3res& res) {
-        info_status = res.status;
-        if (res.status == NFS3_OK) info = res.FSINFO3res_u.resok;
-      }));
+  GEOFS_ASSERT_OK(
+      raw->Call<FSINFO3res>([&](rpc_context* r, rpc_cb cb,
+                                void* p) { return rpc_nfs3_fsinfo_async(r, cb, &info_args, p); },
+                            [&](FSINFO3res& res) {
+                              info_status = res.status;
+                              if (res.status == NFS3_OK) info = res.FSINFO3res_u.resok;
+                            }));
   ASSERT_NFS_STATUS(NFS3_OK, info_status);
   EXPECT_EQ(info.rtmax, kMiB);
   EXPECT_EQ(info.wtmax, kMiB);
@@ -565,12 +565,13 @@ TEST_F(ProceduresTest, FsstatFsinfoPathconf) {
   pc_args.object = ToFh3(raw->root());
   PATHCONF3resok pc{};
   nfsstat3 pc_status = NFS3ERR_SERVERFAULT;
-  GEOFS_ASSERT_OK(raw->Call<PATHCONF3res>(
-      [&](rpc_context* r, rpc_cb cb, void* p) { return rpc_nfs3_pathconf_async(r, cb, &pc_args, p); },
-      [&](PATHCONF3res& res) {
-        pc_status = res.status;
-        if (res.status == NFS3_OK) pc = res.PATHCONF3res_u.resok;
-      }));
+  GEOFS_ASSERT_OK(
+      raw->Call<PATHCONF3res>([&](rpc_context* r, rpc_cb cb,
+                                  void* p) { return rpc_nfs3_pathconf_async(r, cb, &pc_args, p); },
+                              [&](PATHCONF3res& res) {
+                                pc_status = res.status;
+                                if (res.status == NFS3_OK) pc = res.PATHCONF3res_u.resok;
+                              }));
   ASSERT_NFS_STATUS(NFS3_OK, pc_status);
   EXPECT_EQ(pc.name_max, 255u);
   EXPECT_TRUE(pc.no_trunc);
@@ -624,7 +625,8 @@ TEST_F(ProceduresTest, NamesLongerThan255BytesAreRefused) {
   EXPECT_NFS_STATUS(NFS3ERR_NAMETOOLONG, mkdir.status);
   GEOFS_ASSERT_OK_AND_ASSIGN(auto symlink, raw->Symlink(raw->root(), too_long, "t"));
   EXPECT_NFS_STATUS(NFS3ERR_NAMETOOLONG, symlink.status);
-  GEOFS_ASSERT_OK_AND_ASSIGN(nfsstat3 rename, raw->Rename(raw->root(), longest, raw->root(), too_long));
+  GEOFS_ASSERT_OK_AND_ASSIGN(nfsstat3 rename,
+                             raw->Rename(raw->root(), longest, raw->root(), too_long));
   EXPECT_NFS_STATUS(NFS3ERR_NAMETOOLONG, rename);
 }
 

@@ -1,9 +1,9 @@
 // RPC-level behaviour of the running daemon seen from raw sockets: NULL
-// calls, program/version negotiation, PORTMAP, and rpcinfo as a peer client.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
+// calls, program/version negotiation, fragments, shared ports and PORTMAP.
+//
+// rpcinfo is not used: even with -n PORT it first asks an rpcbind on ADDR:111
+// (to convert the address), so it fails without one and, for 127.0.0.1,
+// queries that rpcbind instead of PORT when one runs (see NOTES.md).
 #include <set>
 #include <string>
 #include <tuple>
@@ -30,8 +30,8 @@ enum AcceptStat : uint32_t {
   kGarbageArgs = 4,
 };
 
-std::unique_ptr<RpcClient> ConnectTo(uint16_t port, const std::string& host = "127.0.0.1") {
-  auto client = RpcClient::Connect(host, port, std::chrono::seconds(10));
+std::unique_ptr<RpcClient> ConnectTo(uint16_t port) {
+  auto client = RpcClient::Connect("127.0.0.1", port, std::chrono::seconds(10));
   if (!client.ok()) {
     ADD_FAILURE() << client.status().ToString();
     return nullptr;
@@ -205,43 +205,6 @@ TEST_F(WireTest, PortmapAnswersGetportAndDump) {
   EXPECT_EQ(d.remaining(), 0u);
   EXPECT_EQ(mappings.count({kNfs, 3, kTcp, daemon_->nfs_port()}), 1u);
   EXPECT_EQ(mappings.count({kMount, 3, kTcp, daemon_->mount_port()}), 1u);
-}
-
-// Runs a command and returns its exit status and combined output.
-std::pair<int, std::string> RunCommand(const std::string& command) {
-  std::string output;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-// rpcinfo -n PORT only honours PORT for addresses other than 127.0.0.1 when
-// an rpcbind runs (NOTES.md), so this daemon listens on 127.0.0.2, another
-// loopback address.
-TEST_F(WireTest, RpcinfoPingsEachProgram) {
-  DaemonOptions options;
-  options.listen = "127.0.0.2";
-  ASSERT_NO_FATAL_FAILURE(StartDaemonWith(options));
-  std::string nfs_port = std::to_string(daemon_->nfs_port());
-  std::string mount_port = std::to_string(daemon_->mount_port());
-
-  auto [nfs_rc, nfs_out] = RunCommand("rpcinfo -n " + nfs_port + " -t 127.0.0.2 100003 3");
-  EXPECT_EQ(nfs_rc, 0) << nfs_out;
-  EXPECT_NE(nfs_out.find("ready and waiting"), std::string::npos) << nfs_out;
-  auto [mnt_rc, mnt_out] = RunCommand("rpcinfo -n " + mount_port + " -t 127.0.0.2 100005 3");
-  EXPECT_EQ(mnt_rc, 0) << mnt_out;
-  EXPECT_NE(mnt_out.find("ready and waiting"), std::string::npos) << mnt_out;
-
-  auto [acl_rc, acl_out] = RunCommand("rpcinfo -n " + nfs_port + " -t 127.0.0.2 100227 3");
-  EXPECT_NE(acl_rc, 0) << acl_out;
-  EXPECT_NE(acl_out.find("program not available"), std::string::npos) << acl_out;
-  auto [v4_rc, v4_out] = RunCommand("rpcinfo -n " + nfs_port + " -t 127.0.0.2 100003 4");
-  EXPECT_NE(v4_rc, 0) << v4_out;
-  EXPECT_NE(v4_out.find("program version mismatch"), std::string::npos) << v4_out;
 }
 
 }  // namespace

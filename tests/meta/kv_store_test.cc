@@ -75,8 +75,8 @@ TYPED_TEST(KvStoreTest, BatchAppliesInOrder) {
 
 TYPED_TEST(KvStoreTest, IteratesInByteOrderWithinBounds) {
   const std::string k00("a\0", 2), kff("a\xff", 2);
-  for (const std::string& k : {std::string("a"), k00, std::string("ab"), kff,
-                               std::string("b"), std::string("\xff\xff", 2)}) {
+  for (const std::string& k : {std::string("a"), k00, std::string("ab"), kff, std::string("b"),
+                               std::string("\xff\xff", 2)}) {
     this->Put(k, "v" + k);
   }
   auto& kv = *this->kv();

@@ -47,8 +47,7 @@ class CountingSnapshot : public KvReader {
     ++counts_->gets_;
     return snap_->Get(key);
   }
-  std::unique_ptr<KvIterator> NewIterator(std::string_view start,
-                                          std::string_view limit) override {
+  std::unique_ptr<KvIterator> NewIterator(std::string_view start, std::string_view limit) override {
     return std::make_unique<CountingIterator>(snap_->NewIterator(start, limit), counts_);
   }
 

@@ -82,8 +82,7 @@ class CountingKvStore : public KvStoreWrapper {
   using KvStoreWrapper::KvStoreWrapper;
 
   Result<std::optional<std::string>> Get(std::string_view key) override;
-  std::unique_ptr<KvIterator> NewIterator(std::string_view start,
-                                          std::string_view limit) override;
+  std::unique_ptr<KvIterator> NewIterator(std::string_view start, std::string_view limit) override;
   std::unique_ptr<KvReader> NewSnapshot() override;
 
   void Reset();

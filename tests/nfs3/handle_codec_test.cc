@@ -72,9 +72,9 @@ TEST(HandleCodecTest, RejectsMalformedAndForeignHandles) {
   bytes[0] = 2;  // unknown version
   EXPECT_EQ(codec.Decode(bytes).status().code(), StatusCode::kBadHandle);
   EXPECT_EQ(codec.Decode({}).status().code(), StatusCode::kBadHandle);
-  std::vector<uint8_t> too_long(HandleCodec::kHeaderBytes + vfs::kMaxHandleBytes +
-                                    HandleCodec::kMacBytes + 1,
-                                HandleCodec::kVersion);
+  std::vector<uint8_t> too_long(
+      HandleCodec::kHeaderBytes + vfs::kMaxHandleBytes + HandleCodec::kMacBytes + 1,
+      HandleCodec::kVersion);
   EXPECT_EQ(codec.Decode(too_long).status().code(), StatusCode::kBadHandle);
   for (size_t bit = 0; bit < fh.size() * 8; ++bit) {
     std::vector<uint8_t> flipped(fh.bytes().begin(), fh.bytes().end());
@@ -95,7 +95,8 @@ TEST(HandleCodecTest, SameKeyAcrossInstancesAndThreads) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 500; ++i) {
         HandleCodec& codec = (i % 2) ? a : b;
-        FileHandle mine = codec.Encode(static_cast<uint32_t>(t), MakeHandle(16, static_cast<uint8_t>(i)));
+        FileHandle mine =
+            codec.Encode(static_cast<uint32_t>(t), MakeHandle(16, static_cast<uint8_t>(i)));
         auto d = (i % 2 ? b : a).Decode(mine.bytes());
         if (d.ok() && d->export_id == static_cast<uint32_t>(t)) ++ok[t];
       }

@@ -10,8 +10,8 @@ namespace {
 using nfs3::MountStat;
 using nfs3::testing::Args;
 using nfs3::testing::Bytes;
-using nfs3::testing::CallResult;
 using nfs3::testing::Caller;
+using nfs3::testing::CallResult;
 using nfs3::testing::From;
 
 struct MountEntry {
@@ -108,13 +108,12 @@ TEST_F(MountProgramTest, DumpTracksMountsAndUnmounts) {
   Mnt("/");
   Mnt("/datasets");
   Mnt("/", From("10.0.0.2"));
-  Mnt("/", From("10.0.0.2"));  // listed once
+  Mnt("/", From("10.0.0.2"));         // listed once
   Mnt("/missing", From("10.0.0.3"));  // failed mounts are not listed
   EXPECT_EQ(DumpList(), (std::vector<MountEntry>{
                             {"127.0.0.1", "/"}, {"127.0.0.1", "/datasets"}, {"10.0.0.2", "/"}}));
   Mount(static_cast<uint32_t>(MountProc::kUmnt), Args().Str("/datasets/").bytes());
-  EXPECT_EQ(DumpList(),
-            (std::vector<MountEntry>{{"127.0.0.1", "/"}, {"10.0.0.2", "/"}}));
+  EXPECT_EQ(DumpList(), (std::vector<MountEntry>{{"127.0.0.1", "/"}, {"10.0.0.2", "/"}}));
   Mount(static_cast<uint32_t>(MountProc::kUmntAll), {}, From("10.0.0.2"));
   EXPECT_EQ(DumpList(), (std::vector<MountEntry>{{"127.0.0.1", "/"}}));
   CallResult r = Mount(static_cast<uint32_t>(MountProc::kUmnt), {});

@@ -182,8 +182,7 @@ Bytes NfsTest::CreateFile(const Bytes& dir, std::string_view name, uint32_t mode
   return ReadPostOpFh(d).value_or(Bytes{});
 }
 
-Bytes NfsTest::MakeDir(const Bytes& dir, std::string_view name, uint32_t mode,
-                       const Caller& who) {
+Bytes NfsTest::MakeDir(const Bytes& dir, std::string_view name, uint32_t mode, const Caller& who) {
   vfs::SetAttrs attrs;
   attrs.mode = mode;
   CallResult r = Call(NfsProc::kMkdir, Args().DirOp(dir, name).Sattr(attrs), who);

@@ -30,12 +30,30 @@ using Bytes = std::vector<uint8_t>;
 // Builds call arguments.
 class Args {
  public:
-  Args& U32(uint32_t v) { e_.U32(v); return *this; }
-  Args& U64(uint64_t v) { e_.U64(v); return *this; }
-  Args& Bool(bool v) { e_.Bool(v); return *this; }
-  Args& Opaque(std::span<const uint8_t> b) { e_.Opaque(b); return *this; }
-  Args& Fixed(std::span<const uint8_t> b) { e_.FixedOpaque(b); return *this; }
-  Args& Str(std::string_view s) { e_.String(s); return *this; }
+  Args& U32(uint32_t v) {
+    e_.U32(v);
+    return *this;
+  }
+  Args& U64(uint64_t v) {
+    e_.U64(v);
+    return *this;
+  }
+  Args& Bool(bool v) {
+    e_.Bool(v);
+    return *this;
+  }
+  Args& Opaque(std::span<const uint8_t> b) {
+    e_.Opaque(b);
+    return *this;
+  }
+  Args& Fixed(std::span<const uint8_t> b) {
+    e_.FixedOpaque(b);
+    return *this;
+  }
+  Args& Str(std::string_view s) {
+    e_.String(s);
+    return *this;
+  }
   Args& Fh(const Bytes& fh) { return Opaque(fh); }
   Args& DirOp(const Bytes& dir, std::string_view name) { return Fh(dir).Str(name); }
   Args& Time(WallTime t) { return U32(static_cast<uint32_t>(t.sec)).U32(t.nsec); }
@@ -111,8 +129,8 @@ rpc::CallContext MakeContext(uint32_t program, uint32_t proc, const Caller& who)
 rpc::PeerAddress MakePeer(const std::string& address);
 
 // Dispatches one call synchronously (the backends used here answer inline).
-CallResult Dispatch(rpc::Program& program, uint32_t proc, const Bytes& args,
-                    const Caller& who = {}, std::shared_ptr<const void> record = nullptr);
+CallResult Dispatch(rpc::Program& program, uint32_t proc, const Bytes& args, const Caller& who = {},
+                    std::shared_ptr<const void> record = nullptr);
 
 // An NfsProgram over one MemoryBackend exported as "/" (squash none unless
 // a test adds exports of its own), with a manual clock.
@@ -132,12 +150,10 @@ class NfsTest : public ::testing::Test {
                    const Caller& who = {});
   Bytes MakeDir(const Bytes& dir, std::string_view name, uint32_t mode = 0755,
                 const Caller& who = {});
-  void WriteData(const Bytes& fh, uint64_t offset, std::string_view data,
-                 const Caller& who = {});
+  void WriteData(const Bytes& fh, uint64_t offset, std::string_view data, const Caller& who = {});
   Fattr GetAttr(const Bytes& fh);
   // LOOKUP's status and, on success, the handle.
-  std::pair<NfsStat, Bytes> Lookup(const Bytes& dir, std::string_view name,
-                                   const Caller& who = {});
+  std::pair<NfsStat, Bytes> Lookup(const Bytes& dir, std::string_view name, const Caller& who = {});
 
   Bytes Encode(const Export* exp, const vfs::Handle& h) const;
 

@@ -98,8 +98,16 @@ TEST_F(ProceduresTest, SetattrGuardMismatchIsNotSync) {
 }
 
 TEST_F(ProceduresTest, SetattrBadTimeHowIsGarbage) {
-  Bytes args = Args().Fh(root_).Bool(false).Bool(false).Bool(false).Bool(false).U32(3).U32(0)
-                   .Bool(false).bytes();
+  Bytes args = Args()
+                   .Fh(root_)
+                   .Bool(false)
+                   .Bool(false)
+                   .Bool(false)
+                   .Bool(false)
+                   .U32(3)
+                   .U32(0)
+                   .Bool(false)
+                   .bytes();
   EXPECT_EQ(Call(NfsProc::kSetattr, args).accept, rpc::AcceptStat::kGarbageArgs);
 }
 
@@ -206,10 +214,10 @@ TEST_F(ProceduresTest, SymlinkTargetRules) {
   vfs::SetAttrs attrs;
   EXPECT_EQ(Call(NfsProc::kSymlink, Args().DirOp(root_, "l").Sattr(attrs).Str("")).status(),
             NfsStat::kNoEnt);
-  EXPECT_EQ(Call(NfsProc::kSymlink, Args().DirOp(root_, "l").Sattr(attrs).Str(
-                                        std::string(4097, 'x')))
-                .status(),
-            NfsStat::kNameTooLong);
+  EXPECT_EQ(
+      Call(NfsProc::kSymlink, Args().DirOp(root_, "l").Sattr(attrs).Str(std::string(4097, 'x')))
+          .status(),
+      NfsStat::kNameTooLong);
   EXPECT_EQ(Call(NfsProc::kSymlink, Args().DirOp(root_, "..").Sattr(attrs).Str("t")).status(),
             NfsStat::kExist);
 }
@@ -218,8 +226,8 @@ TEST_F(ProceduresTest, WriteThenReadBack) {
   Bytes file = CreateFile(root_, "f");
   Bytes payload(10000);
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 7);
-  CallResult r = Call(NfsProc::kWrite, Args().Fh(file).U64(100).U32(payload.size())
-                                           .U32(kUnstable).Opaque(payload));
+  CallResult r = Call(NfsProc::kWrite,
+                      Args().Fh(file).U64(100).U32(payload.size()).U32(kUnstable).Opaque(payload));
   ASSERT_EQ(r.status(), NfsStat::kOk);
   xdr::Decoder d = r.After();
   WccData wcc = ReadWcc(d);
@@ -277,8 +285,8 @@ TEST_F(ProceduresTest, ReadAndWriteCountsAreCappedAtTheMaxima) {
   program_ = std::make_unique<NfsProgram>(&exports_, &codec_, options_);
   Bytes file = CreateFile(root_, "f");
   Bytes payload(10000, 'x');
-  CallResult r = Call(NfsProc::kWrite, Args().Fh(file).U64(0).U32(payload.size())
-                                           .U32(kFileSync).Opaque(payload));
+  CallResult r = Call(NfsProc::kWrite,
+                      Args().Fh(file).U64(0).U32(payload.size()).U32(kFileSync).Opaque(payload));
   ASSERT_EQ(r.status(), NfsStat::kOk);
   xdr::Decoder d = r.After();
   ReadWcc(d);
@@ -398,8 +406,7 @@ TEST_F(ProceduresTest, MkdirAndRmdir) {
   EXPECT_EQ(a.mode, 0750u);
   EXPECT_EQ(GetAttr(root_).nlink, 3u);
   vfs::SetAttrs attrs;
-  EXPECT_EQ(Call(NfsProc::kMkdir, Args().DirOp(root_, "d").Sattr(attrs)).status(),
-            NfsStat::kExist);
+  EXPECT_EQ(Call(NfsProc::kMkdir, Args().DirOp(root_, "d").Sattr(attrs)).status(), NfsStat::kExist);
   CreateFile(dir, "inner");
   CallResult r = Call(NfsProc::kRmdir, Args().DirOp(root_, "d"));
   EXPECT_EQ(r.status(), NfsStat::kNotEmpty);
@@ -439,8 +446,7 @@ TEST_F(ProceduresTest, MknodTypes) {
   EXPECT_EQ(attr->rdev_minor, 3u);
 
   for (uint32_t t : {1u, 2u, 5u}) {
-    EXPECT_EQ(Call(NfsProc::kMknod, Args().DirOp(root_, "x").U32(t)).status(),
-              NfsStat::kBadType);
+    EXPECT_EQ(Call(NfsProc::kMknod, Args().DirOp(root_, "x").U32(t)).status(), NfsStat::kBadType);
   }
   EXPECT_EQ(Call(NfsProc::kMknod, Args().DirOp(root_, "x").U32(9)).accept,
             rpc::AcceptStat::kGarbageArgs);
@@ -477,8 +483,7 @@ TEST_F(ProceduresTest, RenameWithinAndAcrossDirectories) {
 
   // Over an existing file: the target is replaced.
   Bytes other = CreateFile(b, "other");
-  ASSERT_EQ(Call(NfsProc::kRename, Args().DirOp(b, "h").DirOp(b, "other")).status(),
-            NfsStat::kOk);
+  ASSERT_EQ(Call(NfsProc::kRename, Args().DirOp(b, "h").DirOp(b, "other")).status(), NfsStat::kOk);
   EXPECT_EQ(Lookup(b, "other").second, file);
   EXPECT_EQ(Call(NfsProc::kGetattr, Args().Fh(other)).status(), NfsStat::kStale);
 
@@ -488,8 +493,7 @@ TEST_F(ProceduresTest, RenameWithinAndAcrossDirectories) {
   from = ReadWcc(d);
   to = ReadWcc(d);
   EXPECT_TRUE(from.after && to.after);
-  EXPECT_EQ(Call(NfsProc::kRename, Args().DirOp(a, ".").DirOp(b, "x")).status(),
-            NfsStat::kInval);
+  EXPECT_EQ(Call(NfsProc::kRename, Args().DirOp(a, ".").DirOp(b, "x")).status(), NfsStat::kInval);
 }
 
 TEST_F(ProceduresTest, RenameAndLinkAcrossExportsAreXdev) {
@@ -521,8 +525,7 @@ TEST_F(ProceduresTest, LinkAddsAName) {
   d = r.After();
   EXPECT_TRUE(ReadPostOpAttr(d));
   EXPECT_TRUE(ReadWcc(d).after);
-  EXPECT_EQ(Call(NfsProc::kLink, Args().Fh(dir).DirOp(root_, "dirlink")).status(),
-            NfsStat::kIsDir);
+  EXPECT_EQ(Call(NfsProc::kLink, Args().Fh(dir).DirOp(root_, "dirlink")).status(), NfsStat::kIsDir);
 }
 
 TEST_F(ProceduresTest, Fsstat) {
@@ -601,8 +604,8 @@ TEST_F(ProceduresTest, Pathconf) {
 TEST_F(ProceduresTest, CommitReturnsTheWriteVerifier) {
   Bytes file = CreateFile(root_, "f");
   Bytes payload(100, 'c');
-  CallResult w = Call(NfsProc::kWrite, Args().Fh(file).U64(0).U32(payload.size())
-                                           .U32(kUnstable).Opaque(payload));
+  CallResult w = Call(NfsProc::kWrite,
+                      Args().Fh(file).U64(0).U32(payload.size()).U32(kUnstable).Opaque(payload));
   ASSERT_EQ(w.status(), NfsStat::kOk);
   xdr::Decoder wd = w.After();
   ReadWcc(wd);
@@ -645,8 +648,7 @@ TEST_F(ProceduresTest, ClientTimesRoundTrip) {
   vfs::SetAttrs set;
   set.mtime_how = vfs::TimeUpdate::kClientTime;
   set.mtime = {4'000'000'000, 5};
-  ASSERT_EQ(Call(NfsProc::kSetattr, Args().Fh(file).Sattr(set).Bool(false)).status(),
-            NfsStat::kOk);
+  ASSERT_EQ(Call(NfsProc::kSetattr, Args().Fh(file).Sattr(set).Bool(false)).status(), NfsStat::kOk);
   Fattr a = GetAttr(file);
   EXPECT_EQ(a.mtime.sec, 4'000'000'000);
   EXPECT_EQ(a.mtime.nsec, 5u);

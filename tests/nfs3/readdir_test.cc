@@ -202,10 +202,10 @@ TEST_F(ReaddirTest, PlusPagesAreFilledExactlyToBothBudgets) {
       eof = page.eof;
       cookie = page.entries.back().cookie;
       if (!eof) {
-        Page next = ParsePage(Call(NfsProc::kReaddirplus, Args().Fh(dir).U64(cookie).U64(0)
-                                                              .U32(b.dircount)
-                                                              .U32(b.maxcount)),
-                              true);
+        Page next =
+            ParsePage(Call(NfsProc::kReaddirplus,
+                           Args().Fh(dir).U64(cookie).U64(0).U32(b.dircount).U32(b.maxcount)),
+                      true);
         ASSERT_FALSE(next.entries.empty());
         const Entry& e = next.entries.front();
         size_t plus_bytes = EntryBytes(e) + 4 + kFattrBytes + 4 + 4 + xdr::Pad4(e.fh->size());
@@ -224,11 +224,9 @@ TEST_F(ReaddirTest, TooSmallForOneEntry) {
   EXPECT_TRUE(ReadPostOpAttr(d));
   EXPECT_EQ(Call(NfsProc::kReaddir, Args().Fh(dir).U64(0).U64(0).U32(0)).status(),
             NfsStat::kTooSmall);
-  EXPECT_EQ(Call(NfsProc::kReaddirplus, Args().Fh(dir).U64(0).U64(0).U32(10).U32(65536))
-                .status(),
+  EXPECT_EQ(Call(NfsProc::kReaddirplus, Args().Fh(dir).U64(0).U64(0).U32(10).U32(65536)).status(),
             NfsStat::kTooSmall);
-  EXPECT_EQ(Call(NfsProc::kReaddirplus, Args().Fh(dir).U64(0).U64(0).U32(4096).U32(200))
-                .status(),
+  EXPECT_EQ(Call(NfsProc::kReaddirplus, Args().Fh(dir).U64(0).U64(0).U32(4096).U32(200)).status(),
             NfsStat::kTooSmall);
   // The smallest budget that holds the fixed part and "." works.
   uint32_t just_enough = static_cast<uint32_t>(kDirReplyFixedBytes + DirEntryBytes(1));
@@ -250,8 +248,8 @@ TEST_F(ReaddirTest, CookieZeroAcceptsAnyVerifier) {
 TEST_F(ReaddirTest, UnknownCookieIsBadCookie) {
   Bytes dir = Populate(3);
   Page first = Readdir(dir, 0, 0, 4096);
-  CallResult r = Call(NfsProc::kReaddir, Args().Fh(dir).U64(1ull << 60).U64(first.verifier)
-                                             .U32(4096));
+  CallResult r =
+      Call(NfsProc::kReaddir, Args().Fh(dir).U64(1ull << 60).U64(first.verifier).U32(4096));
   EXPECT_EQ(r.status(), NfsStat::kBadCookie);
 }
 
@@ -259,8 +257,7 @@ TEST_F(ReaddirTest, ListingAFileIsNotDir) {
   Bytes file = CreateFile(root_, "f");
   EXPECT_EQ(Call(NfsProc::kReaddir, Args().Fh(file).U64(0).U64(0).U32(4096)).status(),
             NfsStat::kNotDir);
-  EXPECT_EQ(Call(NfsProc::kReaddirplus, Args().Fh(file).U64(0).U64(0).U32(4096).U32(8192))
-                .status(),
+  EXPECT_EQ(Call(NfsProc::kReaddirplus, Args().Fh(file).U64(0).U64(0).U32(4096).U32(8192)).status(),
             NfsStat::kNotDir);
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <string_view>
 #include <filesystem>
 #include <thread>
 #include <vector>
@@ -95,6 +96,17 @@ Result<std::unique_ptr<S3rverProcess>> S3rverProcess::Start(const std::string& b
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
+    // s3rver makes its continuation tokens with DES, which Node's OpenSSL 3
+    // only offers from the legacy provider; without it every paged listing
+    // fails with HTTP 500.
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (!std::string_view(*e).starts_with("NODE_OPTIONS=")) env.emplace_back(*e);
+    }
+    env.emplace_back("NODE_OPTIONS=--openssl-legacy-provider");
+    std::vector<char*> envp;
+    for (std::string& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
     pid_t parent = ::getpid();
     pid_t pid = ::fork();
     if (pid < 0) return Status::FromErrno(errno, "fork");
@@ -104,7 +116,7 @@ Result<std::unique_ptr<S3rverProcess>> S3rverProcess::Start(const std::string& b
       if (::getppid() != parent) ::_exit(127);
       int devnull = ::open("/dev/null", O_WRONLY);
       if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
-      ::execv(argv[0], argv.data());
+      ::execve(argv[0], argv.data(), envp.data());
       ::_exit(127);
     }
     auto deadline = std::chrono::steady_clock::now() + kStartTimeout;

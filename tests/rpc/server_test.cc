@@ -1,6 +1,7 @@
 #include "rpc/server.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <map>
@@ -443,6 +444,39 @@ TEST_F(RpcServerTest, IdleConnectionsAreClosedButBusyOnesAreNot) {
   auto reply = busy->Call(TestProgram::kNumber, 1, TestProgram::kDelayed, DelayedArgs(900, 9));
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(FirstWord(*reply), 9u);
+}
+
+TEST_F(RpcServerTest, APeerThatStopsReadingRepliesIsClosedWhenIdle) {
+  RpcServerOptions options;
+  options.idle_timeout = 300ms;
+  StartServer(options);
+  auto client = Connect(5s);
+  ASSERT_NE(client, nullptr);
+  constexpr uint32_t kCalls = 100;  // 100 MiB of replies, far beyond socket buffers
+  std::vector<uint8_t> stream;
+  for (uint32_t i = 0; i < kCalls; ++i) {
+    RpcCallSpec c;
+    c.xid = i;
+    c.program = TestProgram::kNumber;
+    c.version = 1;
+    c.procedure = TestProgram::kFill;
+    xdr::Encoder args;
+    args.U32(1 << 20);
+    c.args = args.Flatten();
+    auto framed = testing::FrameRecord(testing::EncodeCall(c));
+    stream.insert(stream.end(), framed.begin(), framed.end());
+  }
+  ASSERT_TRUE(client->SendBytes(stream).ok());
+  std::this_thread::sleep_for(1500ms);  // read nothing
+  size_t received = 0;
+  std::vector<uint8_t> sink(1 << 20);
+  while (true) {
+    ssize_t n = recv(client->fd(), sink.data(), sink.size(), 0);
+    if (n <= 0) break;
+    received += static_cast<size_t>(n);
+  }
+  EXPECT_LT(received, size_t{kCalls} << 19) << "closed long before every reply was sent";
+  ExpectHealthy();
 }
 
 TEST_F(RpcServerTest, ListensOnEveryRequestedPort) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -53,6 +54,17 @@ void TestProgram::Dispatch(const rpc::CallContext& ctx, std::span<const uint8_t>
       out.U32(ctx.peer.port);
       reply = rpc::Reply::Success(std::move(out));
       break;
+    case kFill: {
+      static const Buffer kData = Buffer::CopyOf(std::string(1 << 20, 'f'));
+      uint32_t n = 0;
+      if (!d.U32(&n) || n > kData.size()) {
+        reply = rpc::Reply::Error(rpc::AcceptStat::kGarbageArgs);
+        break;
+      }
+      out.OpaqueRef(kData.Slice(0, n));
+      reply = rpc::Reply::Success(std::move(out));
+      break;
+    }
     case kLoseCall:
       running_.fetch_sub(1);
       return;

@@ -1,5 +1,5 @@
 // A Program for RPC tests: echo (zero-copy), a delayed reply, an echo of the
-// caller's identity, and a procedure that loses its Responder.
+// caller's identity, a procedure that loses its Responder, and large replies.
 #pragma once
 
 #include <atomic>
@@ -22,6 +22,7 @@ class TestProgram : public rpc::Program {
     kDelayed = 2,   // (u32 delay_ms, u32 value) -> value, after sleeping
     kWhoAmI = 3,    // void -> flavor, uid, gid, number of gids, peer port
     kLoseCall = 4,  // void -> never responds (drops its Responder)
+    kFill = 5,      // u32 n (at most 1 MiB) -> opaque of n bytes, like a READ
   };
 
   uint32_t program() const override { return kNumber; }

@@ -62,11 +62,10 @@ Result<uint16_t> PickFreePort() {
   return static_cast<uint16_t>(ntohs(addr.sin_port));
 }
 
-bool PortAcceptsConnections(const std::string& address, uint16_t port) {
-  sockaddr_in addr = Loopback(port);
-  if (inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1) return false;
+bool PortAcceptsConnections(uint16_t port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
+  sockaddr_in addr = Loopback(port);
   bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   close(fd);
   return ok;
@@ -130,11 +129,16 @@ Status Daemon::Start() {
     return Status::NotFound("no executable geofs-spoked at " + options_.binary);
   }
   std::vector<std::string> args = {options_.binary,
-                                   "--export-dir", export_dir_,
-                                   "--listen", options_.listen,
-                                   "--nfs-port", std::to_string(nfs_port_),
-                                   "--mount-port", std::to_string(mount_port_),
-                                   "--state-dir", state_dir_};
+                                   "--export-dir",
+                                   export_dir_,
+                                   "--listen",
+                                   "127.0.0.1",
+                                   "--nfs-port",
+                                   std::to_string(nfs_port_),
+                                   "--mount-port",
+                                   std::to_string(mount_port_),
+                                   "--state-dir",
+                                   state_dir_};
   if (portmap_port_ != 0) {
     args.push_back("--portmap-port");
     args.push_back(std::to_string(portmap_port_));
@@ -182,12 +186,12 @@ Status Daemon::WaitUntilServing() {
       return Status::Unavailable("geofs-spoked " + how + " before serving; log:\n" + Log());
     }
     bool all_accept = true;
-    for (uint16_t port : Ports()) all_accept = all_accept && PortAcceptsConnections(options_.listen, port);
+    for (uint16_t port : Ports()) all_accept = all_accept && PortAcceptsConnections(port);
     if (all_accept && Log().find("listening") != std::string::npos) return Status::Ok();
     if (Clock::now() > deadline) {
-      return Status(StatusCode::kDeadlineExceeded, "geofs-spoked did not accept connections on its ports within " +
-                                      std::to_string(options_.timeout.count()) + " ms; log:\n" +
-                                      Log());
+      return Status(StatusCode::kDeadlineExceeded,
+                    "geofs-spoked did not accept connections on its ports within " +
+                        std::to_string(options_.timeout.count()) + " ms; log:\n" + Log());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -223,8 +227,8 @@ Status Daemon::Stop() {
   }
   Kill();
   return Status(StatusCode::kDeadlineExceeded, "geofs-spoked ignored SIGTERM for " +
-                                  std::to_string(options_.timeout.count()) + " ms; log:\n" +
-                                  Log());
+                                                   std::to_string(options_.timeout.count()) +
+                                                   " ms; log:\n" + Log());
 }
 
 void Daemon::Kill() {
@@ -243,7 +247,7 @@ Status Daemon::Restart() {
 
 std::string Daemon::Url(uint32_t uid, uint32_t gid) const {
   std::ostringstream url;
-  url << "nfs://" << options_.listen << "/?version=3&nfsport=" << nfs_port_ << "&mountport=" << mount_port_
+  url << "nfs://127.0.0.1/?version=3&nfsport=" << nfs_port_ << "&mountport=" << mount_port_
       << "&autoreconnect=0&uid=" << uid << "&gid=" << gid;
   return url.str();
 }

@@ -19,14 +19,12 @@ namespace geofs::testing {
 // that small race rather than coordinate.
 Result<uint16_t> PickFreePort();
 
-// True if a TCP connection to address:port (an IPv4 literal) is accepted.
-bool PortAcceptsConnections(const std::string& address, uint16_t port);
+// True if a TCP connection to 127.0.0.1:port is accepted.
+bool PortAcceptsConnections(uint16_t port);
 
 struct DaemonOptions {
   // Path of the geofs-spoked binary; empty means SpokedPath().
   std::string binary;
-  // IPv4 loopback address to listen on (--listen).
-  std::string listen = "127.0.0.1";
   // Flags appended after the fixed ones, e.g. {"--read-only"} or
   // {"--squash", "none"}.
   std::vector<std::string> extra_args;

@@ -134,15 +134,18 @@ Result<RawNfs::MountReply> RawNfs::Mnt(const RawOptions& options) {
   std::string path = options.export_path;
   Status s = InvokeOn(
       rpc,
-      [&](rpc_context* r, rpc_cb cb, void* p) { return rpc_mount3_mnt_async(r, cb, path.data(), p); },
+      [&](rpc_context* r, rpc_cb cb, void* p) {
+        return rpc_mount3_mnt_async(r, cb, path.data(), p);
+      },
       [&](void* data) {
         auto* res = static_cast<mountres3*>(data);
         reply.status = res->fhs_status;
         if (res->fhs_status != MNT3_OK) return;
         const mountres3_ok& ok = res->mountres3_u.mountinfo;
         reply.root.assign(ok.fhandle.fhandle3_val, ok.fhandle.fhandle3_len);
-        reply.auth_flavors.assign(ok.auth_flavors.auth_flavors_val,
-                                  ok.auth_flavors.auth_flavors_val + ok.auth_flavors.auth_flavors_len);
+        reply.auth_flavors.assign(
+            ok.auth_flavors.auth_flavors_val,
+            ok.auth_flavors.auth_flavors_val + ok.auth_flavors.auth_flavors_len);
       });
   rpc_destroy_context(rpc);
   if (!s.ok()) return s;
@@ -352,8 +355,7 @@ Result<RawNfs::WriteReply> RawNfs::Write(const FileHandle& fh, uint64_t offset,
   return out;
 }
 
-Result<RawNfs::CommitReply> RawNfs::Commit(const FileHandle& fh, uint64_t offset,
-                                           uint32_t count) {
+Result<RawNfs::CommitReply> RawNfs::Commit(const FileHandle& fh, uint64_t offset, uint32_t count) {
   COMMIT3args args{};
   args.file = ToFh3(fh);
   args.offset = offset;

@@ -3,7 +3,8 @@
 // verifiers, COMMIT, directory cookies and verifiers, stored file handles.
 #pragma once
 
-// clang-format off: libnfs-raw.h needs the types from libnfs.h first.
+// libnfs-raw.h needs the types from libnfs.h first.
+// clang-format off
 #include <nfsc/libnfs.h>
 #include <nfsc/libnfs-raw.h>
 #include <nfsc/libnfs-raw-mount.h>
@@ -91,7 +92,7 @@ class RawNfs {
   };
   struct HandleReply {
     nfsstat3 status = NFS3_OK;
-    FileHandle fh;                // empty unless the server returned one
+    FileHandle fh;               // empty unless the server returned one
     std::optional<fattr3> attr;  // the object's attributes, when returned
   };
   struct WriteReply {

@@ -43,8 +43,8 @@ TEST(AccessTest, RootReadsAndWritesAllButExecutesOnlyWithSomeExecuteBit) {
 }
 
 TEST(AccessTest, GrantedAccessMapsBitsPerObjectType) {
-  const uint32_t all = kAccessRead | kAccessLookup | kAccessModify | kAccessExtend |
-                       kAccessDelete | kAccessExecute;
+  const uint32_t all =
+      kAccessRead | kAccessLookup | kAccessModify | kAccessExtend | kAccessDelete | kAccessExecute;
   EXPECT_EQ(GrantedAccess(File(0700), kOwner, all),
             kAccessRead | kAccessModify | kAccessExtend | kAccessExecute);
   EXPECT_EQ(GrantedAccess(File(0700, FileType::kDirectory), kOwner, all), all);
@@ -195,8 +195,8 @@ TEST(AccessTest, NamesAndTargets) {
   EXPECT_TRUE(ValidateName(std::string(kMaxNameBytes, 'x')).ok());
   EXPECT_TRUE(ValidateName("...").ok());
   EXPECT_EQ(ValidateName(std::string(kMaxNameBytes + 1, 'x')).code(), StatusCode::kNameTooLong);
-  for (std::string_view bad : std::initializer_list<std::string_view>{
-           "", ".", "..", "a/b", "/", std::string_view("\0", 1)}) {
+  for (std::string_view bad : std::initializer_list<std::string_view>{"", ".", "..", "a/b", "/",
+                                                                      std::string_view("\0", 1)}) {
     EXPECT_EQ(ValidateName(bad).code(), StatusCode::kInvalidArgument) << bad;
   }
   EXPECT_TRUE(ValidateSymlinkTarget("/abs/../path").ok());

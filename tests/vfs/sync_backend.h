@@ -44,8 +44,7 @@ class SyncBackend {
   }
   Result<WriteReply> Write(const Credentials& c, const Handle& h, uint64_t offset,
                            std::string_view data, Stability s = Stability::kUnstable) {
-    return Call<WriteReply>(
-        [&](auto cb) { b_->Write(c, h, offset, Buffer::CopyOf(data), s, cb); });
+    return Call<WriteReply>([&](auto cb) { b_->Write(c, h, offset, Buffer::CopyOf(data), s, cb); });
   }
   Result<CreateReply> Create(const Credentials& c, const Handle& dir, std::string_view name,
                              const CreateRequest& req) {

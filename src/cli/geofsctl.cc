@@ -1,0 +1,255 @@
+// geofsctl: the geofs administration tool.
+//   geofsctl --hub HOST:PORT import SRC_DIR HUB_PATH
+//   geofsctl --hub HOST:PORT fsck [--verify-data]
+//   geofsctl --hub HOST:PORT stats [--json]
+// Exit status: 0 success; 1 failure (or fsck problems); 2 bad usage;
+// 3 import finished but skipped some entries (listed on stderr).
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/hub_client.h"
+#include "cli/importer.h"
+#include "common/logging.h"
+
+namespace geofs::cli {
+namespace {
+
+constexpr auto kConnectTimeout = std::chrono::seconds(10);
+constexpr int kExitFailure = 1;
+constexpr int kExitSkipped = 3;
+
+std::string HumanBytes(double bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 5) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char out[32];
+  std::snprintf(out, sizeof(out), unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
+  return out;
+}
+
+std::string Ratio(uint64_t num, uint64_t den) {
+  if (den == 0) return "-";
+  char out[32];
+  std::snprintf(out, sizeof(out), "%.2fx", static_cast<double>(num) / den);
+  return out;
+}
+
+// Prints import progress on stderr until stopped: a line redrawn in place
+// on a terminal, a line every 10 s otherwise (logs).
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(const Importer* importer)
+      : importer_(importer), tty_(::isatty(STDERR_FILENO)) {
+    thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+  }
+  ~ProgressPrinter() {
+    thread_.request_stop();
+    thread_.join();
+    if (tty_) std::fputs("\n", stderr);
+  }
+
+ private:
+  void Loop(std::stop_token stop) {
+    const auto period = tty_ ? std::chrono::milliseconds(500) : std::chrono::milliseconds(10000);
+    const auto start = std::chrono::steady_clock::now();
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    while (!cv.wait_for(lock, stop, period, [] { return false; }) && !stop.stop_requested()) {
+      const ImportStats s = importer_->Progress();
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "%sfiles %llu/%llu, read %s (%s/s), new %s%s", tty_ ? "\r" : "",
+                   static_cast<unsigned long long>(s.files_sent + s.files_unchanged),
+                   static_cast<unsigned long long>(s.files), HumanBytes(s.read_bytes).c_str(),
+                   HumanBytes(s.read_bytes / std::max(secs, 1e-3)).c_str(),
+                   HumanBytes(s.new_stored_bytes).c_str(), tty_ ? "   " : "\n");
+      std::fflush(stderr);
+    }
+  }
+
+  const Importer* importer_;
+  const bool tty_;
+  std::jthread thread_;
+};
+
+int Import(const HubClient& hub, const std::string& src, const std::string& dst,
+           const ImportOptions& options) {
+  Importer importer(&hub, options);
+  Result<ImportReport> report = [&] {
+    ProgressPrinter progress(&importer);
+    return importer.Run(src, dst);
+  }();
+  if (!report.ok()) {
+    std::fprintf(stderr, "import failed: %s\n", report.status().ToString().c_str());
+    return kExitFailure;
+  }
+  const ImportStats& s = report->stats;
+  const double secs = std::max(report->elapsed.count(), 1e-3);
+  std::printf("files:            %llu (%llu new or changed, %llu unchanged), %llu directories, "
+              "%llu symlinks\n",
+              static_cast<unsigned long long>(s.files),
+              static_cast<unsigned long long>(s.files_sent),
+              static_cast<unsigned long long>(s.files_unchanged),
+              static_cast<unsigned long long>(s.directories),
+              static_cast<unsigned long long>(s.symlinks));
+  std::printf("logical bytes:    %s (%llu)\n", HumanBytes(s.logical_bytes).c_str(),
+              static_cast<unsigned long long>(s.logical_bytes));
+  std::printf("read:             %s in %.1f s (%s/s)\n", HumanBytes(s.read_bytes).c_str(), secs,
+              HumanBytes(s.read_bytes / secs).c_str());
+  std::printf("new bytes stored: %s (%llu; %llu new chunks, %s raw)\n",
+              HumanBytes(s.new_stored_bytes).c_str(),
+              static_cast<unsigned long long>(s.new_stored_bytes),
+              static_cast<unsigned long long>(s.new_chunks), HumanBytes(s.new_raw_bytes).c_str());
+  std::printf("dedup ratio:      %s (bytes read / new raw bytes)\n",
+              Ratio(s.read_bytes, s.new_raw_bytes).c_str());
+  std::printf("compression:      %s (new raw bytes / new bytes stored)\n",
+              Ratio(s.new_raw_bytes, s.new_stored_bytes).c_str());
+  if (s.removed > 0) {
+    std::printf("removed:          %llu hub entries no longer in the source\n",
+                static_cast<unsigned long long>(s.removed));
+  }
+  if (!report->skipped.empty()) {
+    std::fprintf(stderr, "skipped %zu entries:\n", report->skipped.size());
+    for (const std::string& line : report->skipped) std::fprintf(stderr, "  %s\n", line.c_str());
+    return kExitSkipped;
+  }
+  return 0;
+}
+
+int Fsck(const HubClient& hub, bool verify_data) {
+  v1::FsckRequest req;
+  req.set_verify_chunk_data(verify_data);
+  v1::FsckResponse resp;
+  Status s = hub.Call(&v1::Hub::Stub::Fsck, req, &resp, HubClient::kScanTimeout);
+  if (!s.ok()) {
+    std::fprintf(stderr, "fsck failed: %s\n", s.ToString().c_str());
+    return kExitFailure;
+  }
+  std::printf("checked %llu objects and %llu chunks%s\n",
+              static_cast<unsigned long long>(resp.inodes_checked()),
+              static_cast<unsigned long long>(resp.chunks_checked()),
+              verify_data ? " (chunk data verified)" : "");
+  if (resp.problems().empty()) {
+    std::printf("clean\n");
+    return 0;
+  }
+  std::printf("%d problems:\n", resp.problems_size());
+  for (const std::string& p : resp.problems()) std::printf("  %s\n", p.c_str());
+  return kExitFailure;
+}
+
+int Stats(const HubClient& hub, bool json) {
+  v1::StatsResponse resp;
+  Status s = hub.Call(&v1::Hub::Stub::Stats, v1::StatsRequest(), &resp, HubClient::kScanTimeout);
+  if (!s.ok()) {
+    std::fprintf(stderr, "stats failed: %s\n", s.ToString().c_str());
+    return kExitFailure;
+  }
+  if (json) {
+    nlohmann::json j = {
+        {"inodes", resp.inodes()},
+        {"directories", resp.directories()},
+        {"files", resp.files()},
+        {"symlinks", resp.symlinks()},
+        {"specials", resp.specials()},
+        {"logical_bytes", resp.logical_bytes()},
+        {"chunks", resp.chunks()},
+        {"referenced_raw_bytes", resp.referenced_raw_bytes()},
+        {"unreferenced_chunks", resp.unreferenced_chunks()},
+        {"unreferenced_raw_bytes", resp.unreferenced_raw_bytes()},
+        {"stored_chunks", resp.stored_chunks()},
+        {"stored_bytes", resp.stored_bytes()},
+        {"object_store", resp.object_store()},
+    };
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("objects:      %llu (%llu directories, %llu files, %llu symlinks, %llu special)\n",
+              static_cast<unsigned long long>(resp.inodes()),
+              static_cast<unsigned long long>(resp.directories()),
+              static_cast<unsigned long long>(resp.files()),
+              static_cast<unsigned long long>(resp.symlinks()),
+              static_cast<unsigned long long>(resp.specials()));
+  std::printf("logical:      %s in files\n", HumanBytes(resp.logical_bytes()).c_str());
+  std::printf("chunks:       %llu referenced, %s raw (dedup %s)\n",
+              static_cast<unsigned long long>(resp.chunks()),
+              HumanBytes(resp.referenced_raw_bytes()).c_str(),
+              Ratio(resp.logical_bytes(), resp.referenced_raw_bytes()).c_str());
+  std::printf("unreferenced: %llu chunks, %s raw, awaiting garbage collection\n",
+              static_cast<unsigned long long>(resp.unreferenced_chunks()),
+              HumanBytes(resp.unreferenced_raw_bytes()).c_str());
+  std::printf("stored:       %llu objects, %s (compression %s) in %s\n",
+              static_cast<unsigned long long>(resp.stored_chunks()),
+              HumanBytes(resp.stored_bytes()).c_str(),
+              Ratio(resp.referenced_raw_bytes() + resp.unreferenced_raw_bytes(),
+                    resp.stored_bytes())
+                  .c_str(),
+              resp.object_store().c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace geofs::cli
+
+int main(int argc, char** argv) {
+  using namespace geofs::cli;
+  CLI::App app{"geofsctl: administer a geofs hub"};
+  std::string hub_address;
+  app.add_option("--hub", hub_address, "The hub's gRPC address HOST:PORT")->required();
+  app.require_subcommand(1);
+
+  ImportOptions import_options;
+  std::string src_dir, hub_path;
+  bool keep_extraneous = false;
+  CLI::App* import = app.add_subcommand("import", "Bring a hub directory to a local tree's content");
+  import->add_option("SRC_DIR", src_dir, "Local directory to import")->required();
+  import->add_option("HUB_PATH", hub_path, "Hub directory to update (created if missing)")
+      ->required();
+  import->add_option("--workers", import_options.workers, "Files imported at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  import->add_option("--zstd-level", import_options.codec.zstd_level, "Compression level")
+      ->capture_default_str();
+  import->add_flag("--keep-extraneous", keep_extraneous,
+                   "Do not remove hub entries that the source lacks");
+
+  bool verify_data = false;
+  CLI::App* fsck = app.add_subcommand("fsck", "Check the hub's namespace and chunks");
+  fsck->add_flag("--verify-data", verify_data, "Read every chunk and check its hash");
+
+  bool json = false;
+  CLI::App* stats = app.add_subcommand("stats", "Show what the hub holds");
+  stats->add_flag("--json", json, "Print JSON");
+
+  CLI11_PARSE(app, argc, argv);
+  // gRPC's own chatter is not for this tool's users.
+  geofs::SetLogLevel("warn");
+
+  import_options.delete_extraneous = !keep_extraneous;
+  if (geofs::Status valid = import_options.Validate(); !valid.ok()) {
+    std::fprintf(stderr, "%s\n", valid.ToString().c_str());
+    return 2;
+  }
+  auto hub = HubClient::Connect(hub_address, kConnectTimeout);
+  if (!hub.ok()) {
+    std::fprintf(stderr, "%s\n", hub.status().ToString().c_str());
+    return kExitFailure;
+  }
+  if (*import) return Import(**hub, src_dir, hub_path, import_options);
+  if (*fsck) return Fsck(**hub, verify_data);
+  return Stats(**hub, json);
+}

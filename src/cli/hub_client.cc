@@ -1,0 +1,54 @@
+#include "cli/hub_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "hub/grpc_status.h"
+
+namespace geofs::cli {
+namespace {
+
+// Chunks are at most 4 MiB (64 MiB with unusual chunker settings); the
+// hub refuses messages over 16 MiB anyway.
+constexpr int kMaxMessageBytes = 64 << 20;
+
+}  // namespace
+
+Result<std::unique_ptr<HubClient>> HubClient::Connect(const std::string& address,
+                                                      std::chrono::milliseconds timeout) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  if (!channel->WaitForConnected(std::chrono::system_clock::now() + timeout)) {
+    return Status::Unavailable("no hub answers at " + address);
+  }
+  return std::unique_ptr<HubClient>(new HubClient(address, v1::Hub::NewStub(channel)));
+}
+
+void HubClient::SetDeadline(grpc::ClientContext* ctx, std::chrono::milliseconds timeout) {
+  ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+}
+
+Status HubClient::Translate(const grpc::Status& status, const grpc::ClientContext& ctx) {
+  return hub::FromGrpcStatus(status, &ctx);
+}
+
+Result<v1::PutChunksResponse> HubClient::PutChunks(
+    const std::vector<std::pair<std::string, Buffer>>& chunks) const {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, kCallTimeout);
+  v1::PutChunksResponse resp;
+  std::unique_ptr<grpc::ClientWriter<v1::PutChunkRequest>> writer = stub_->PutChunks(&ctx, &resp);
+  v1::PutChunkRequest req;
+  for (const auto& [id, stored] : chunks) {
+    req.set_chunk_id(id);
+    req.set_data(stored.data(), stored.size());
+    // A failed write means the call ended; Finish says why.
+    if (!writer->Write(req)) break;
+  }
+  writer->WritesDone();
+  GEOFS_RETURN_IF_ERROR(Translate(writer->Finish(), ctx));
+  return resp;
+}
+
+}  // namespace geofs::cli

@@ -1,0 +1,286 @@
+// HubService: the namespace operations.
+#include "hub/hub_service.h"
+
+#include "hub/fs_stats.h"
+#include "hub/proto_convert.h"
+#include "hub/service_util.h"
+#include "vfs/access.h"
+
+namespace geofs::hub {
+
+using service::CheckName;
+using service::Context;
+using service::HandleOf;
+using service::Quote;
+using service::RefText;
+using service::Run;
+
+namespace {
+
+constexpr uint32_t kDefaultDirPage = 1024;
+constexpr uint32_t kMaxDirPage = 4096;
+
+}  // namespace
+
+HubService::HubService(meta::Namespace* ns, chunk::ChunkStore* chunks, HubServiceOptions options)
+    : ns_(ns), chunks_(chunks), options_(std::move(options)) {}
+
+grpc::Status HubService::GetAttr(grpc::ServerContext* ctx, const v1::GetAttrRequest* req,
+                                 v1::GetAttrResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(vfs::Attr attr,
+                           Context(ns_->GetAttr(HandleOf(req->ref())), RefText(req->ref())));
+    ToProto(attr, resp->mutable_attr());
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::SetAttr(grpc::ServerContext* ctx, const v1::SetAttrRequest* req,
+                                 v1::SetAttrResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
+    GEOFS_ASSIGN_OR_RETURN(vfs::SetAttrs attrs, FromProto(req->attrs()));
+    std::optional<WallTime> guard;
+    if (req->has_guard_ctime()) guard = FromProto(req->guard_ctime());
+    GEOFS_ASSIGN_OR_RETURN(vfs::Wcc wcc, Context(ns_->SetAttr(cred, HandleOf(req->ref()), attrs,
+                                                              guard),
+                                                 RefText(req->ref())));
+    ToProto(wcc, resp->mutable_wcc());
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::Lookup(grpc::ServerContext* ctx, const v1::LookupRequest* req,
+                                v1::LookupResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
+    const vfs::Handle dir = HandleOf(req->dir());
+    const std::string what = "lookup of " + Quote(req->name()) + " in " + RefText(req->dir());
+    vfs::LookupReply reply;
+    if (req->name() == ".") {
+      GEOFS_ASSIGN_OR_RETURN(vfs::Attr attr, Context(ns_->GetAttr(dir), what));
+      GEOFS_RETURN_IF_ERROR(Context(vfs::CheckSearch(attr, cred), what));
+      reply.object = vfs::Entry{dir, attr};
+      reply.dir_attr = attr;
+    } else if (req->name() == "..") {
+      GEOFS_ASSIGN_OR_RETURN(reply, Context(ns_->LookupParent(cred, dir), what));
+    } else {
+      GEOFS_RETURN_IF_ERROR(CheckName(req->name()));
+      GEOFS_ASSIGN_OR_RETURN(reply, Context(ns_->Lookup(cred, dir, req->name()), what));
+    }
+    service::ToProto(reply.object, resp->mutable_object());
+    if (reply.dir_attr) ToProto(*reply.dir_attr, resp->mutable_dir_attr());
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::ResolvePath(grpc::ServerContext* ctx, const v1::ResolvePathRequest* req,
+                                     v1::ResolvePathResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
+    const std::string& path = req->path();
+    if (path.size() > vfs::kMaxPathBytes) {
+      return Status::NameTooLong("path of " + std::to_string(path.size()) + " bytes");
+    }
+    const vfs::Handle root = ns_->RootHandle();
+    GEOFS_ASSIGN_OR_RETURN(vfs::Attr root_attr, ns_->GetAttr(root));
+    vfs::Entry current{root, root_attr};
+    std::string walked;
+    size_t pos = 0;
+    while (pos <= path.size()) {
+      size_t slash = path.find('/', pos);
+      if (slash == std::string::npos) slash = path.size();
+      std::string_view name(path.data() + pos, slash - pos);
+      pos = slash + 1;
+      if (name.empty() || name == ".") continue;
+      const std::string what = "resolving " + Quote(path) + " at " +
+                               Quote(walked.empty() ? "/" : walked);
+      if (name == "..") {
+        GEOFS_ASSIGN_OR_RETURN(vfs::LookupReply up,
+                               Context(ns_->LookupParent(cred, current.handle), what));
+        current = up.object;
+      } else {
+        GEOFS_RETURN_IF_ERROR(Context(CheckName(name), what));
+        GEOFS_ASSIGN_OR_RETURN(vfs::LookupReply next,
+                               Context(ns_->Lookup(cred, current.handle, name), what));
+        current = next.object;
+      }
+      walked += "/";
+      walked += name;
+    }
+    service::ToProto(current, resp->mutable_object());
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::Access(grpc::ServerContext* ctx, const v1::AccessRequest* req,
+                                v1::AccessResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
+    GEOFS_ASSIGN_OR_RETURN(
+        vfs::AccessReply reply,
+        Context(ns_->Access(cred, HandleOf(req->ref()), req->requested()), RefText(req->ref())));
+    resp->set_granted(reply.granted);
+    ToProto(reply.attr, resp->mutable_attr());
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::ReadLink(grpc::ServerContext* ctx, const v1::ReadLinkRequest* req,
+                                  v1::ReadLinkResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_RETURN_IF_ERROR(FromProto(req->cred()).status());
+    GEOFS_ASSIGN_OR_RETURN(vfs::ReadLinkReply reply,
+                           Context(ns_->ReadLink(HandleOf(req->ref())), RefText(req->ref())));
+    resp->set_target(reply.target);
+    if (reply.attr) ToProto(*reply.attr, resp->mutable_attr());
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::Create(grpc::ServerContext* ctx, const v1::CreateRequest* req,
+                                v1::CreateResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
+    GEOFS_RETURN_IF_ERROR(CheckName(req->name()));
+    GEOFS_ASSIGN_OR_RETURN(vfs::FileType type, FromProto(req->type()));
+    GEOFS_ASSIGN_OR_RETURN(vfs::SetAttrs attrs, FromProto(req->attrs()));
+    const vfs::Handle dir = HandleOf(req->dir());
+    const std::string what = "creating " + Quote(req->name()) + " in " + RefText(req->dir());
+    Result<vfs::CreateReply> reply = Status::Internal("unreachable");
+    switch (type) {
+      case vfs::FileType::kRegular: {
+        vfs::CreateRequest create;
+        if (req->mode() < v1::UNCHECKED || req->mode() > v1::EXCLUSIVE) {
+          return Status::InvalidArgument("unknown create mode " + std::to_string(req->mode()));
+        }
+        create.mode = static_cast<vfs::CreateMode>(req->mode());
+        create.attrs = attrs;
+        if (create.mode == vfs::CreateMode::kExclusive) {
+          if (req->verifier().size() != create.verifier.size()) {
+            return Status::InvalidArgument("an exclusive create needs an 8-byte verifier");
+          }
+          std::copy(req->verifier().begin(), req->verifier().end(), create.verifier.begin());
+        }
+        reply = ns_->Create(cred, dir, req->name(), create);
+        break;
+      }
+      case vfs::FileType::kDirectory:
+        reply = ns_->Mkdir(cred, dir, req->name(), attrs);
+        break;
+      case vfs::FileType::kSymlink:
+        reply = ns_->Symlink(cred, dir, req->name(), req->symlink_target(), attrs);
+        break;
+      default: {
+        vfs::MknodRequest mknod;
+        mknod.type = type;
+        mknod.attrs = attrs;
+        mknod.rdev_major = req->rdev_major();
+        mknod.rdev_minor = req->rdev_minor();
+        reply = ns_->Mknod(cred, dir, req->name(), mknod);
+        break;
+      }
+    }
+    GEOFS_ASSIGN_OR_RETURN(vfs::CreateReply created, Context(std::move(reply), what));
+    service::ToProto(created.object, resp->mutable_object());
+    ToProto(created.dir_wcc, resp->mutable_dir_wcc());
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::Remove(grpc::ServerContext* ctx, const v1::RemoveRequest* req,
+                                v1::RemoveResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
+    GEOFS_RETURN_IF_ERROR(CheckName(req->name()));
+    const vfs::Handle dir = HandleOf(req->dir());
+    const std::string what = "removing " + Quote(req->name()) + " from " + RefText(req->dir());
+    GEOFS_ASSIGN_OR_RETURN(vfs::Wcc wcc, Context(req->directory()
+                                                     ? ns_->Rmdir(cred, dir, req->name())
+                                                     : ns_->Remove(cred, dir, req->name()),
+                                                 what));
+    ToProto(wcc, resp->mutable_dir_wcc());
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::Rename(grpc::ServerContext* ctx, const v1::RenameRequest* req,
+                                v1::RenameResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
+    GEOFS_RETURN_IF_ERROR(CheckName(req->from_name()));
+    GEOFS_RETURN_IF_ERROR(CheckName(req->to_name()));
+    const std::string what = "renaming " + Quote(req->from_name()) + " in " +
+                             RefText(req->from_dir()) + " to " + Quote(req->to_name()) + " in " +
+                             RefText(req->to_dir());
+    GEOFS_ASSIGN_OR_RETURN(vfs::RenameReply reply,
+                           Context(ns_->Rename(cred, HandleOf(req->from_dir()), req->from_name(),
+                                               HandleOf(req->to_dir()), req->to_name()),
+                                   what));
+    ToProto(reply.from_dir_wcc, resp->mutable_from_dir_wcc());
+    ToProto(reply.to_dir_wcc, resp->mutable_to_dir_wcc());
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::Link(grpc::ServerContext* ctx, const v1::LinkRequest* req,
+                              v1::LinkResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
+    GEOFS_RETURN_IF_ERROR(CheckName(req->name()));
+    const std::string what = "linking " + RefText(req->file()) + " as " + Quote(req->name()) +
+                             " in " + RefText(req->dir());
+    GEOFS_ASSIGN_OR_RETURN(
+        vfs::LinkReply reply,
+        Context(ns_->Link(cred, HandleOf(req->file()), HandleOf(req->dir()), req->name()), what));
+    if (reply.file_attr) ToProto(*reply.file_attr, resp->mutable_file_attr());
+    ToProto(reply.dir_wcc, resp->mutable_dir_wcc());
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::ReadDir(grpc::ServerContext* ctx, const v1::ReadDirRequest* req,
+                                 v1::ReadDirResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
+    vfs::ReadDirRequest page_req;
+    page_req.cookie = req->cookie();
+    page_req.verifier = req->verifier();
+    page_req.max_entries =
+        req->max_entries() == 0 ? kDefaultDirPage : std::min(req->max_entries(), kMaxDirPage);
+    page_req.with_attrs = req->with_attrs();
+    GEOFS_ASSIGN_OR_RETURN(vfs::DirPage page,
+                           Context(ns_->ReadDir(cred, HandleOf(req->dir()), page_req),
+                                   "listing " + RefText(req->dir())));
+    for (const vfs::DirEntry& e : page.entries) {
+      v1::DirEntry* out = resp->add_entries();
+      out->set_fileid(e.fileid);
+      out->set_name(e.name);
+      out->set_cookie(e.cookie);
+      if (e.entry) service::ToProto(*e.entry, out->mutable_entry());
+    }
+    resp->set_eof(page.eof);
+    resp->set_verifier(page.verifier);
+    if (page.dir_attr) ToProto(*page.dir_attr, resp->mutable_dir_attr());
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::FsStat(grpc::ServerContext* ctx, const v1::FsStatRequest* req,
+                                v1::FsStatResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_RETURN_IF_ERROR(FromProto(req->cred()).status());
+    GEOFS_RETURN_IF_ERROR(
+        Context(ns_->GetAttr(HandleOf(req->ref())).status(), RefText(req->ref())));
+    GEOFS_ASSIGN_OR_RETURN(vfs::FsStats stats, HubFsStats(*ns_, options_.statfs_path));
+    resp->set_total_bytes(stats.total_bytes);
+    resp->set_free_bytes(stats.free_bytes);
+    resp->set_avail_bytes(stats.avail_bytes);
+    resp->set_total_files(stats.total_files);
+    resp->set_free_files(stats.free_files);
+    resp->set_avail_files(stats.avail_files);
+    return Status::Ok();
+  });
+}
+
+}  // namespace geofs::hub

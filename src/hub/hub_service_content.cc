@@ -1,0 +1,288 @@
+// HubService: file contents (chunk maps, chunks, commits) and administration.
+#include <unordered_set>
+
+#include "chunk/chunk_codec.h"
+#include "common/logging.h"
+#include "hub/chunk_ids.h"
+#include "hub/hub_fsck.h"
+#include "hub/hub_service.h"
+#include "hub/parallel.h"
+#include "hub/proto_convert.h"
+#include "hub/service_util.h"
+
+namespace geofs::hub {
+
+using service::Context;
+using service::HandleOf;
+using service::RefText;
+using service::Run;
+
+namespace {
+
+constexpr int kMaxReadChunks = 1024;
+constexpr int kMaxFindChunks = 65536;
+
+Result<chunk::ChunkId> ChunkIdOf(const std::string& bytes) {
+  auto id = chunk::ChunkId::FromBytes(
+      std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  if (!id.ok()) {
+    return Status::InvalidArgument("chunk id of " + std::to_string(bytes.size()) +
+                                   " bytes; ids are 32-byte SHA-256 digests");
+  }
+  return id;
+}
+
+std::string BytesOf(const chunk::ChunkId& id) {
+  return std::string(reinterpret_cast<const char*>(id.bytes().data()), id.bytes().size());
+}
+
+Status Cancelled(grpc::ServerContext* ctx) {
+  if (!ctx->IsCancelled()) return Status::Ok();
+  return Status(StatusCode::kDeadlineExceeded, "the call was cancelled or its deadline passed");
+}
+
+v1::Compression ToProto(chunk::Compression c) {
+  return c == chunk::Compression::kZstd ? v1::ZSTD : v1::NONE;
+}
+
+// A received chunk, held between reading the stream and storing it.
+struct Upload {
+  chunk::ChunkId id;
+  Buffer stored;
+  uint32_t raw_size = 0;
+};
+
+}  // namespace
+
+grpc::Status HubService::GetChunkMap(grpc::ServerContext* ctx, const v1::GetChunkMapRequest* req,
+                                     v1::GetChunkMapResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
+    const uint64_t length = req->length() == 0 ? UINT64_MAX : req->length();
+    GEOFS_ASSIGN_OR_RETURN(
+        meta::ChunkMap map,
+        Context(ns_->GetChunkMap(cred, HandleOf(req->ref()), req->offset(), length),
+                RefText(req->ref())));
+    resp->set_version(map.version);
+    ToProto(map.attr, resp->mutable_attr());
+    for (const meta::Extent& e : map.extents) {
+      v1::Extent* out = resp->add_extents();
+      out->set_offset(e.offset);
+      out->set_length(e.length);
+      out->set_chunk_id(e.chunk.data(), e.chunk.size());
+      out->set_chunk_offset(e.chunk_offset);
+      out->set_chunk_length(e.chunk_size);
+    }
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::ReadChunks(grpc::ServerContext* ctx, const v1::ReadChunksRequest* req,
+                                    grpc::ServerWriter<v1::ChunkData>* writer) {
+  return Run(ctx, [&]() -> Status {
+    if (req->chunk_ids_size() > kMaxReadChunks) {
+      return Status::InvalidArgument("ReadChunks of " + std::to_string(req->chunk_ids_size()) +
+                                     " chunks; at most " + std::to_string(kMaxReadChunks));
+    }
+    std::vector<chunk::ChunkId> ids;
+    for (const std::string& bytes : req->chunk_ids()) {
+      GEOFS_ASSIGN_OR_RETURN(chunk::ChunkId id, ChunkIdOf(bytes));
+      ids.push_back(id);
+    }
+    bool accepts_zstd = false;
+    for (int c : req->accept()) accepts_zstd |= c == v1::ZSTD;
+    for (const chunk::ChunkId& id : ids) {
+      GEOFS_RETURN_IF_ERROR(Cancelled(ctx));
+      const std::string what = "chunk " + id.ToHex();
+      GEOFS_ASSIGN_OR_RETURN(Buffer stored, Context(chunks_->GetEncoded(id), what));
+      // Verified here too, so that a corrupt chunk is never sent.
+      GEOFS_ASSIGN_OR_RETURN(Buffer raw, Context(chunk::DecodeChunk(stored, id), what));
+      GEOFS_ASSIGN_OR_RETURN(chunk::ChunkHeader header, chunk::ReadChunkHeader(stored.span()));
+      if (header.compression == chunk::Compression::kZstd && !accepts_zstd) {
+        chunk::ChunkCodecOptions plain;
+        plain.compress = false;
+        stored = chunk::EncodeChunk(raw.span(), plain).bytes;
+        header.compression = chunk::Compression::kNone;
+      }
+      v1::ChunkData out;
+      out.set_chunk_id(BytesOf(id));
+      out.set_compression(ToProto(header.compression));
+      out.set_raw_length(raw.size());
+      out.set_data(stored.data(), stored.size());
+      if (!writer->Write(out)) return Status::Unavailable("the reader went away");
+    }
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::FindMissingChunks(grpc::ServerContext* ctx,
+                                           const v1::FindMissingChunksRequest* req,
+                                           v1::FindMissingChunksResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    if (req->chunks_size() > kMaxFindChunks) {
+      return Status::InvalidArgument("FindMissingChunks of " +
+                                     std::to_string(req->chunks_size()) + " chunks; at most " +
+                                     std::to_string(kMaxFindChunks));
+    }
+    std::vector<chunk::ChunkId> ids;
+    std::vector<meta::ChunkRef> refs;
+    for (const v1::ChunkRef& ref : req->chunks()) {
+      GEOFS_ASSIGN_OR_RETURN(chunk::ChunkId id, ChunkIdOf(ref.chunk_id()));
+      if (ref.raw_length() == 0 || ref.raw_length() > options_.max_chunk_size) {
+        return Status::InvalidArgument("chunk " + id.ToHex() + " of " +
+                                       std::to_string(ref.raw_length()) +
+                                       " bytes; chunks hold 1.." +
+                                       std::to_string(options_.max_chunk_size));
+      }
+      ids.push_back(id);
+      refs.push_back({ToMetaId(id), ref.raw_length()});
+    }
+    // Registering keeps the chunks the caller will not upload (present
+    // ones) safe from GC until its commit.
+    GEOFS_RETURN_IF_ERROR(Context(ns_->RegisterChunks(refs), "registering chunks"));
+    GEOFS_ASSIGN_OR_RETURN(std::vector<chunk::ChunkId> missing, chunks_->Missing(ids));
+    for (const chunk::ChunkId& id : missing) resp->add_missing(BytesOf(id));
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
+                                   grpc::ServerReader<v1::PutChunkRequest>* reader,
+                                   v1::PutChunksResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    std::vector<Upload> batch;
+    size_t batch_bytes = 0;
+    std::mutex mu;  // guards resp while a batch is stored in parallel
+    auto store_batch = [&]() -> Status {
+      std::vector<meta::ChunkRef> refs;
+      for (const Upload& u : batch) refs.push_back({ToMetaId(u.id), u.raw_size});
+      GEOFS_RETURN_IF_ERROR(Context(ns_->RegisterChunks(refs), "registering chunks"));
+      GEOFS_RETURN_IF_ERROR(ParallelFor(batch.size(), options_.put_parallelism, [&](size_t i) {
+        const Upload& u = batch[i];
+        auto put = chunks_->PutEncoded(u.id, u.stored);
+        if (!put.ok()) {
+          // Bytes that do not match their name are the caller's mistake.
+          Status s = put.status();
+          if (s.code() == StatusCode::kCorruption) s = Status::InvalidArgument(s.message());
+          return Context(s, "chunk " + u.id.ToHex());
+        }
+        if (put->uploaded) {
+          std::lock_guard lock(mu);
+          resp->set_stored(resp->stored() + 1);
+          resp->set_bytes_stored(resp->bytes_stored() + put->stored_size);
+          resp->set_raw_bytes_stored(resp->raw_bytes_stored() + put->raw_size);
+        }
+        return Status::Ok();
+      }));
+      batch.clear();
+      batch_bytes = 0;
+      return Status::Ok();
+    };
+
+    v1::PutChunkRequest req;
+    while (reader->Read(&req)) {
+      GEOFS_RETURN_IF_ERROR(Cancelled(ctx));
+      GEOFS_ASSIGN_OR_RETURN(chunk::ChunkId id, ChunkIdOf(req.chunk_id()));
+      const std::string what = "chunk " + id.ToHex();
+      Buffer stored = Buffer::CopyOf(req.data());
+      // The header's raw size registers the chunk; decoding (in PutEncoded)
+      // then checks it together with the hash before anything is stored.
+      auto header = chunk::ReadChunkHeader(stored.span());
+      if (!header.ok()) return Status::InvalidArgument(what + ": " + header.status().ToString());
+      if (header->raw_size == 0 || header->raw_size > options_.max_chunk_size) {
+        return Status::InvalidArgument(what + " claims " + std::to_string(header->raw_size) +
+                                       " raw bytes; chunks hold 1.." +
+                                       std::to_string(options_.max_chunk_size));
+      }
+      resp->set_received(resp->received() + 1);
+      batch_bytes += stored.size();
+      batch.push_back(Upload{id, std::move(stored), header->raw_size});
+      if (batch_bytes >= options_.put_batch_bytes) GEOFS_RETURN_IF_ERROR(store_batch());
+    }
+    GEOFS_RETURN_IF_ERROR(Cancelled(ctx));
+    if (!batch.empty()) GEOFS_RETURN_IF_ERROR(store_batch());
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::CommitFile(grpc::ServerContext* ctx, const v1::CommitFileRequest* req,
+                                    v1::CommitFileResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
+    meta::ChunkMapUpdate update;
+    update.expected_version = req->expected_version();
+    if (req->replace_all()) {
+      update.offset = 0;
+      update.length = UINT64_MAX;
+    } else {
+      update.offset = req->offset();
+      update.length = req->length();
+    }
+    update.new_size = req->new_size();
+    if (req->has_mtime()) update.mtime = FromProto(req->mtime());
+    update.extents.reserve(req->extents_size());
+    for (const v1::Extent& e : req->extents()) {
+      GEOFS_ASSIGN_OR_RETURN(chunk::ChunkId id, ChunkIdOf(e.chunk_id()));
+      meta::Extent out;
+      out.offset = e.offset();
+      out.length = e.length();
+      out.chunk = ToMetaId(id);
+      out.chunk_offset = e.chunk_offset();
+      out.chunk_size = e.chunk_length();
+      update.extents.push_back(out);
+    }
+    GEOFS_ASSIGN_OR_RETURN(meta::CommitReply reply,
+                           Context(ns_->CommitChunkMap(cred, HandleOf(req->ref()), update),
+                                   "committing " + RefText(req->ref())));
+    resp->set_version(reply.version);
+    ToProto(reply.wcc, resp->mutable_wcc());
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::Stats(grpc::ServerContext* ctx, const v1::StatsRequest*,
+                               v1::StatsResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(meta::NamespaceStats stats, ns_->Stats());
+    uint64_t stored_bytes = 0, stored_chunks = 0;
+    GEOFS_RETURN_IF_ERROR(chunks_->ForEachChunk([&](const chunk::ChunkInfo& info) {
+      stored_bytes += info.stored_size;
+      ++stored_chunks;
+      return Cancelled(ctx);
+    }));
+    resp->set_inodes(stats.inodes);
+    resp->set_directories(stats.directories);
+    resp->set_files(stats.files);
+    resp->set_symlinks(stats.symlinks);
+    resp->set_specials(stats.specials);
+    resp->set_logical_bytes(stats.logical_bytes);
+    resp->set_chunks(stats.chunks);
+    resp->set_referenced_raw_bytes(stats.referenced_bytes);
+    resp->set_unreferenced_chunks(stats.unreferenced_chunks);
+    resp->set_unreferenced_raw_bytes(stats.unreferenced_bytes);
+    resp->set_stored_chunks(stored_chunks);
+    resp->set_stored_bytes(stored_bytes);
+    resp->set_object_store(options_.object_store_description);
+    return Status::Ok();
+  });
+}
+
+grpc::Status HubService::Fsck(grpc::ServerContext* ctx, const v1::FsckRequest* req,
+                              v1::FsckResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    FsckOptions options;
+    options.verify_chunk_data = req->verify_chunk_data();
+    options.cancelled = [ctx] { return ctx->IsCancelled(); };
+    GEOFS_ASSIGN_OR_RETURN(FsckReport report, CheckHub(*ns_, *chunks_, options));
+    if (!report.problems.empty()) {
+      GetLogger("hub.fsck")->warn("fsck found {} problems, first: {}", report.problems.size(),
+                                  report.problems.front());
+    }
+    for (std::string& p : report.problems) resp->add_problems(std::move(p));
+    resp->set_inodes_checked(report.inodes_checked);
+    resp->set_chunks_checked(report.chunks_checked);
+    return Status::Ok();
+  });
+}
+
+}  // namespace geofs::hub

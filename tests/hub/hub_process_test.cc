@@ -1,0 +1,232 @@
+// geofs-hubd and geofsctl as processes: import, stats, fsck, re-import, and
+// the hub's NFS export read and written with libnfs.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "hub_process.h"
+#include "hub_test_tree.h"
+#include "tools/nfs_client.h"
+
+namespace geofs::hub::testing {
+namespace {
+
+using geofs::testing::NfsClient;
+
+constexpr size_t kMiB = 1 << 20;
+constexpr uid_t kNobody = 65534;
+
+// The number in "new bytes stored: 1.0 MiB (1048576; ...".
+uint64_t NewBytesStored(const std::string& out) {
+  std::smatch m;
+  static const std::regex kLine(R"(new bytes stored: [^(]*\((\d+);)");
+  if (!std::regex_search(out, m, kLine)) return UINT64_MAX;
+  return std::stoull(m[1]);
+}
+
+nlohmann::json Stats(const HubProcess& hub) {
+  auto r = hub.Ctl({"stats", "--json"});
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) return {};
+  EXPECT_EQ(r->exit_code, 0) << r->err;
+  return nlohmann::json::parse(r->out, nullptr, /*allow_exceptions=*/false);
+}
+
+void ExpectFsckClean(const HubProcess& hub) {
+  auto r = hub.Ctl({"fsck", "--verify-data"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
+  EXPECT_NE(r->out.find("clean"), std::string::npos) << r->out;
+}
+
+// Every source file is in the hub under `hub_dir`, byte for byte (via NFS).
+void ExpectHubHolds(const HubProcess& hub, const SourceTree& tree, const std::string& hub_dir) {
+  auto nfs = NfsClient::Mount(hub.NfsUrl());
+  ASSERT_TRUE(nfs.ok()) << nfs.status().ToString();
+  for (const auto& [rel, content] : tree.files()) {
+    auto back = (*nfs)->ReadFile(hub_dir + "/" + rel);
+    ASSERT_TRUE(back.ok()) << rel << ": " << back.status().ToString();
+    EXPECT_TRUE(*back == content) << rel << " differs (" << back->size() << " vs "
+                                  << content.size() << " bytes)";
+  }
+}
+
+class HubProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HubOptions options;
+    options.nfs = true;
+    auto hub = HubProcess::Create(options);
+    ASSERT_TRUE(hub.ok()) << hub.status().ToString();
+    hub_ = std::move(hub).value();
+    ASSERT_TRUE(hub_->Start().ok()) << hub_->Log();
+  }
+  void TearDown() override {
+    if (hub_ && hub_->running()) EXPECT_TRUE(hub_->Stop().ok()) << hub_->Log();
+  }
+
+  TempDir dir_;
+  std::unique_ptr<HubProcess> hub_;
+};
+
+TEST_F(HubProcessTest, ImportDedupesSkipsWhatItCannotReadAndReimportsOnlyChanges) {
+  SourceTree tree(dir_.path() + "/src");
+  const std::string one = RandomBytes(3 * kMiB, 1);
+  tree.File("a/one.bin", one);
+  tree.File("a/dup.bin", one);
+  tree.File("b/text.txt", SourceTree::Text(2 * kMiB, 2));
+  tree.File("b/c/big.bin", RandomBytes(20 * kMiB, 3));
+  tree.File("empty", "");
+  tree.File("secret", "only root reads this", 0600);
+  tree.Symlink("link", "a/one.bin");
+  tree.Symlink("loop1", "loop2");
+  tree.Symlink("loop2", "loop1");
+  tree.Fifo("fifo");
+  tree.Socket("sock");
+  uint64_t logical = 0;
+  for (const auto& [rel, content] : tree.files()) logical += content.size();
+  const uint64_t secret_size = tree.files().at("secret").size();
+
+  // As an ordinary user, so that "secret" is unreadable.
+  auto first = hub_->Ctl({"import", tree.root(), "/sets/one"}, kNobody);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->exit_code, 3) << first->out << first->err;
+  for (const char* skipped : {"secret: access denied", "fifo: FIFO", "sock: socket",
+                              "loop1: symlink loop", "loop2: symlink loop"}) {
+    EXPECT_NE(first->err.find(skipped), std::string::npos) << skipped << " in\n" << first->err;
+  }
+  EXPECT_NE(first->out.find("files:            6 (5 new or changed"), std::string::npos)
+      << first->out;
+  const uint64_t stored_first = NewBytesStored(first->out);
+  EXPECT_NE(stored_first, UINT64_MAX) << first->out;
+  // The duplicate and the text cost (almost) nothing.
+  EXPECT_LT(stored_first, 3 * kMiB + 20 * kMiB + kMiB) << first->out;
+  EXPECT_NE(first->out.find("dedup ratio:"), std::string::npos);
+  EXPECT_NE(first->out.find("compression:"), std::string::npos);
+
+  nlohmann::json stats = Stats(*hub_);
+  EXPECT_EQ(stats["logical_bytes"], logical - secret_size);
+  EXPECT_EQ(stats["files"], 5u);
+  EXPECT_EQ(stats["symlinks"], 1u);
+  EXPECT_LE(stats["referenced_raw_bytes"].get<uint64_t>(), logical - secret_size - 3 * kMiB);
+  EXPECT_LT(stats["stored_bytes"].get<uint64_t>(), stats["referenced_raw_bytes"].get<uint64_t>());
+  EXPECT_EQ(stats["stored_bytes"].get<uint64_t>(), stored_first);
+  ExpectFsckClean(*hub_);
+
+  SourceTree imported = tree;
+  imported.Forget("secret");
+  ExpectHubHolds(*hub_, imported, "/sets/one");
+  {
+    auto nfs = NfsClient::Mount(hub_->NfsUrl());
+    ASSERT_TRUE(nfs.ok());
+    char target[256] = {};
+    ASSERT_EQ(nfs_readlink((*nfs)->ctx(), "/sets/one/link", target, sizeof(target) - 1), 0);
+    EXPECT_STREQ(target, "a/one.bin");
+    EXPECT_FALSE((*nfs)->Stat("/sets/one/fifo").ok());
+    EXPECT_FALSE((*nfs)->Stat("/sets/one/loop1").ok());
+  }
+
+  // Again: nothing changed, nothing is sent.
+  auto again = hub_->Ctl({"import", tree.root(), "/sets/one"}, kNobody);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->exit_code, 3) << again->err;
+  EXPECT_EQ(NewBytesStored(again->out), 0u) << again->out;
+  EXPECT_NE(again->out.find("(0 new or changed, 5 unchanged)"), std::string::npos) << again->out;
+
+  // One byte changes in the big file, a file goes: only that is sent.
+  std::string big = tree.files().at("b/c/big.bin");
+  big[11 * kMiB] ^= 0x55;
+  tree.File("b/c/big.bin", big);
+  tree.Remove("b/text.txt");
+  auto edited = hub_->Ctl({"import", tree.root(), "/sets/one"}, kNobody);
+  ASSERT_TRUE(edited.ok());
+  EXPECT_EQ(edited->exit_code, 3) << edited->err;
+  EXPECT_NE(edited->out.find("(1 new or changed, 3 unchanged)"), std::string::npos)
+      << edited->out;
+  EXPECT_GT(NewBytesStored(edited->out), 0u);
+  EXPECT_LE(NewBytesStored(edited->out), 2 * 4 * kMiB) << edited->out;
+  EXPECT_NE(edited->out.find("removed:          1 hub entries"), std::string::npos)
+      << edited->out;
+  imported = tree;
+  imported.Forget("secret");
+  ExpectHubHolds(*hub_, imported, "/sets/one");
+  {
+    auto nfs = NfsClient::Mount(hub_->NfsUrl());
+    ASSERT_TRUE(nfs.ok());
+    EXPECT_FALSE((*nfs)->Stat("/sets/one/b/text.txt").ok());
+  }
+  ExpectFsckClean(*hub_);
+}
+
+TEST_F(HubProcessTest, FilesChangingWhileReadAreSkipped) {
+  SourceTree tree(dir_.path() + "/src");
+  tree.File("steady", RandomBytes(kMiB, 4));
+  tree.File("growing", RandomBytes(32 * kMiB, 5));
+  std::atomic<bool> stop{false};
+  std::jthread appender([&] {
+    const int fd = ::open(tree.Path("growing").c_str(), O_WRONLY | O_APPEND);
+    while (!stop) {
+      if (::write(fd, "x", 1) != 1) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    ::close(fd);
+  });
+  auto r = hub_->Ctl({"import", tree.root(), "/live"});
+  stop = true;
+  appender.join();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 3) << r->out << r->err;
+  EXPECT_NE(r->err.find("growing: changed while being read"), std::string::npos) << r->err;
+  tree.Remove("growing");
+  ExpectHubHolds(*hub_, tree, "/live");
+  ExpectFsckClean(*hub_);
+}
+
+TEST_F(HubProcessTest, ImportRefusesAHubPathThatIsAFile) {
+  SourceTree tree(dir_.path() + "/src");
+  tree.File("f", "x");
+  ASSERT_EQ(hub_->Ctl({"import", tree.root(), "/target"})->exit_code, 0);
+  auto r = hub_->Ctl({"import", tree.root(), "/target/f"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 1);
+  EXPECT_NE(r->err.find("/target/f is not a directory"), std::string::npos) << r->err;
+}
+
+TEST_F(HubProcessTest, NfsWritesAreServedAndSurviveRestarts) {
+  const std::string unstable = RandomBytes(5 * kMiB + 17, 6);
+  const std::string synced = SourceTree::Text(300000, 7);
+  {
+    auto nfs = NfsClient::Mount(hub_->NfsUrl());
+    ASSERT_TRUE(nfs.ok()) << nfs.status().ToString();
+    ASSERT_EQ(nfs_mkdir((*nfs)->ctx(), "/out"), 0) << (*nfs)->Error();
+    ASSERT_TRUE((*nfs)->WriteFile("/out/committed.bin", unstable).ok());  // UNSTABLE + COMMIT
+    ASSERT_TRUE((*nfs)->WriteFile("/out/synced.txt", synced, 0644, O_SYNC).ok());
+    EXPECT_EQ(*(*nfs)->ReadFile("/out/committed.bin"), unstable);
+    // Written and not committed: a clean stop flushes it.
+    nfsfh* fh = nullptr;
+    ASSERT_EQ(nfs_open2((*nfs)->ctx(), "/out/pending", O_WRONLY | O_CREAT, 0644, &fh), 0);
+    ASSERT_EQ(nfs_pwrite((*nfs)->ctx(), fh, 0, 7, "pending"), 7);
+    ASSERT_EQ(nfs_close((*nfs)->ctx(), fh), 0);
+    auto listed = (*nfs)->ListNames("/out");
+    ASSERT_TRUE(listed.ok());
+    EXPECT_EQ(listed->size(), 5u);  // with "." and ".."
+  }
+  ASSERT_TRUE(hub_->Stop().ok()) << hub_->Log();
+  ASSERT_TRUE(hub_->Start().ok()) << hub_->Log();
+  auto nfs = NfsClient::Mount(hub_->NfsUrl());
+  ASSERT_TRUE(nfs.ok()) << nfs.status().ToString();
+  EXPECT_EQ(*(*nfs)->ReadFile("/out/committed.bin"), unstable);
+  EXPECT_EQ(*(*nfs)->ReadFile("/out/synced.txt"), synced);
+  EXPECT_EQ(*(*nfs)->ReadFile("/out/pending"), "pending");
+  nlohmann::json stats = Stats(*hub_);
+  EXPECT_EQ(stats["files"], 3u);
+  EXPECT_EQ(stats["logical_bytes"], unstable.size() + synced.size() + 7);
+  ExpectFsckClean(*hub_);
+}
+
+}  // namespace
+}  // namespace geofs::hub::testing

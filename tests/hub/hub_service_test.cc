@@ -1,0 +1,615 @@
+#include "hub/hub_service.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "chunk/chunk_codec.h"
+#include "hub/chunk_ids.h"
+#include "hub/grpc_status.h"
+#include "hub_test_util.h"
+
+namespace geofs::hub {
+namespace {
+
+using testing::MemoryHub;
+using testing::RandomBytes;
+
+std::string IdBytes(const chunk::ChunkId& id) {
+  return std::string(reinterpret_cast<const char*>(id.bytes().data()), id.bytes().size());
+}
+chunk::ChunkId IdOf(const std::string& data) {
+  return chunk::ChunkId::Of({reinterpret_cast<const uint8_t*>(data.data()), data.size()});
+}
+
+// What a failed call returned.
+struct CallResult {
+  grpc::Status status;
+  std::string geofs_code;  // the trailing metadata, if any
+  bool ok() const { return status.ok(); }
+};
+
+class HubServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HubServiceOptions options;
+    options.object_store_description = "memory:";
+    service_ = std::make_unique<HubService>(&hub_.ns(), &hub_.chunks(), options);
+    grpc::ServerBuilder builder;
+    builder.RegisterService(service_.get());
+    builder.SetMaxReceiveMessageSize(16 << 20);
+    server_ = builder.BuildAndStart();
+    ASSERT_TRUE(server_);
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(64 << 20);
+    stub_ = v1::Hub::NewStub(server_->InProcessChannel(args));
+    root_.set_ino(1);
+    auto root = meta::Namespace::ParseHandle(hub_.ns().RootHandle());
+    ASSERT_TRUE(root.ok());
+    root_.set_ino(root->ino);
+    root_.set_gen(root->generation);
+  }
+  void TearDown() override { server_->Shutdown(); }
+
+  template <typename Req, typename Resp>
+  CallResult Call(grpc::Status (v1::Hub::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+                  const Req& req, Resp* resp) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    CallResult out;
+    out.status = (stub_.get()->*method)(&ctx, req, resp);
+    auto it = ctx.GetServerTrailingMetadata().find(kGeofsCodeKey);
+    if (it != ctx.GetServerTrailingMetadata().end()) {
+      out.geofs_code = std::string(it->second.data(), it->second.size());
+    }
+    return out;
+  }
+
+  v1::Entry Create(const v1::FileRef& dir, const std::string& name, v1::FileType type,
+                   const std::string& target = "") {
+    v1::CreateRequest req;
+    *req.mutable_dir() = dir;
+    req.set_name(name);
+    req.set_type(type);
+    req.mutable_attrs()->set_mode(type == v1::DIRECTORY ? 0755 : 0644);
+    req.set_symlink_target(target);
+    v1::CreateResponse resp;
+    auto r = Call(&v1::Hub::Stub::Create, req, &resp);
+    EXPECT_TRUE(r.ok()) << r.status.error_message();
+    return resp.object();
+  }
+
+  // Registers and uploads `data` as one chunk; returns its id bytes.
+  std::string Upload(const std::string& data) {
+    const chunk::ChunkId id = IdOf(data);
+    v1::FindMissingChunksRequest find;
+    auto* ref = find.add_chunks();
+    ref->set_chunk_id(IdBytes(id));
+    ref->set_raw_length(data.size());
+    v1::FindMissingChunksResponse missing;
+    EXPECT_TRUE(Call(&v1::Hub::Stub::FindMissingChunks, find, &missing).ok());
+    auto put = PutChunks({{IdBytes(id), Encode(data)}});
+    EXPECT_TRUE(put.ok()) << put.status.error_message();
+    return IdBytes(id);
+  }
+  static std::string Encode(const std::string& data) {
+    Buffer b = chunk::EncodeChunk({reinterpret_cast<const uint8_t*>(data.data()), data.size()},
+                                  chunk::ChunkCodecOptions{})
+                   .bytes;
+    return std::string(b.view());
+  }
+  CallResult PutChunks(const std::vector<std::pair<std::string, std::string>>& chunks,
+                       v1::PutChunksResponse* resp_out = nullptr) {
+    grpc::ClientContext ctx;
+    v1::PutChunksResponse resp;
+    auto writer = stub_->PutChunks(&ctx, &resp);
+    for (const auto& [id, data] : chunks) {
+      v1::PutChunkRequest req;
+      req.set_chunk_id(id);
+      req.set_data(data);
+      if (!writer->Write(req)) break;
+    }
+    writer->WritesDone();
+    CallResult out;
+    out.status = writer->Finish();
+    auto it = ctx.GetServerTrailingMetadata().find(kGeofsCodeKey);
+    if (it != ctx.GetServerTrailingMetadata().end()) {
+      out.geofs_code = std::string(it->second.data(), it->second.size());
+    }
+    if (resp_out) *resp_out = resp;
+    return out;
+  }
+  // Commits `data` as the whole content of `file` (one chunk).
+  CallResult CommitWhole(const v1::FileRef& file, const std::string& data, uint64_t version,
+                         v1::CommitFileResponse* resp) {
+    v1::CommitFileRequest req;
+    *req.mutable_ref() = file;
+    req.set_expected_version(version);
+    req.set_replace_all(true);
+    req.set_new_size(data.size());
+    auto* e = req.add_extents();
+    e->set_offset(0);
+    e->set_length(data.size());
+    e->set_chunk_id(Upload(data));
+    e->set_chunk_length(data.size());
+    return Call(&v1::Hub::Stub::CommitFile, req, resp);
+  }
+  v1::GetChunkMapResponse ChunkMap(const v1::FileRef& file) {
+    v1::GetChunkMapRequest req;
+    *req.mutable_ref() = file;
+    v1::GetChunkMapResponse resp;
+    EXPECT_TRUE(Call(&v1::Hub::Stub::GetChunkMap, req, &resp).ok());
+    return resp;
+  }
+  std::string ReadFile(const v1::FileRef& file) {
+    v1::GetChunkMapResponse map = ChunkMap(file);
+    std::string out(map.attr().size(), '\0');
+    for (const auto& e : map.extents()) {
+      grpc::ClientContext ctx;
+      v1::ReadChunksRequest req;
+      req.add_chunk_ids(e.chunk_id());
+      req.add_accept(v1::ZSTD);
+      auto reader = stub_->ReadChunks(&ctx, req);
+      v1::ChunkData chunk;
+      EXPECT_TRUE(reader->Read(&chunk));
+      auto raw = chunk::DecodeChunk(Buffer::CopyOf(chunk.data()),
+                                    *chunk::ChunkId::FromBytes(std::span(
+                                        reinterpret_cast<const uint8_t*>(e.chunk_id().data()),
+                                        32)));
+      EXPECT_TRUE(raw.ok());
+      if (raw.ok()) {
+        out.replace(e.offset(), e.length(),
+                    std::string(raw->view().substr(e.chunk_offset(), e.length())));
+      }
+      EXPECT_TRUE(reader->Finish().ok());
+    }
+    return out;
+  }
+
+  MemoryHub hub_;
+  std::unique_ptr<HubService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::Hub::Stub> stub_;
+  v1::FileRef root_;
+};
+
+TEST_F(HubServiceTest, NamespaceOperations) {
+  v1::Entry dir = Create(root_, "data", v1::DIRECTORY);
+  EXPECT_EQ(dir.attr().type(), v1::DIRECTORY);
+  v1::Entry file = Create(dir.ref(), "a.txt", v1::REGULAR);
+  v1::Entry link = Create(dir.ref(), "l", v1::SYMLINK, "a.txt");
+
+  v1::LookupRequest lookup;
+  *lookup.mutable_dir() = dir.ref();
+  lookup.set_name("a.txt");
+  v1::LookupResponse looked;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Lookup, lookup, &looked).ok());
+  EXPECT_EQ(looked.object().ref().ino(), file.ref().ino());
+  lookup.set_name("..");
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Lookup, lookup, &looked).ok());
+  EXPECT_EQ(looked.object().ref().ino(), root_.ino());
+  lookup.set_name(".");
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Lookup, lookup, &looked).ok());
+  EXPECT_EQ(looked.object().ref().ino(), dir.ref().ino());
+
+  v1::ResolvePathRequest resolve;
+  resolve.set_path("/data//./a.txt");
+  v1::ResolvePathResponse resolved;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::ResolvePath, resolve, &resolved).ok());
+  EXPECT_EQ(resolved.object().ref().ino(), file.ref().ino());
+  resolve.set_path("/data/missing");
+  auto missing = Call(&v1::Hub::Stub::ResolvePath, resolve, &resolved);
+  EXPECT_EQ(missing.status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(missing.status.error_message().find("missing"), std::string::npos);
+
+  v1::ReadLinkRequest readlink;
+  *readlink.mutable_ref() = link.ref();
+  v1::ReadLinkResponse target;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::ReadLink, readlink, &target).ok());
+  EXPECT_EQ(target.target(), "a.txt");
+
+  v1::SetAttrRequest setattr;
+  *setattr.mutable_ref() = file.ref();
+  setattr.mutable_attrs()->set_mode(0600);
+  setattr.mutable_attrs()->set_mtime_how(v1::CLIENT_TIME);
+  setattr.mutable_attrs()->mutable_mtime()->set_sec(1234567);
+  v1::SetAttrResponse set;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::SetAttr, setattr, &set).ok());
+  EXPECT_EQ(set.wcc().after().mode(), 0600u);
+  v1::GetAttrRequest getattr;
+  *getattr.mutable_ref() = file.ref();
+  v1::GetAttrResponse got;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::GetAttr, getattr, &got).ok());
+  EXPECT_EQ(got.attr().mtime().sec(), 1234567);
+
+  v1::AccessRequest access;
+  *access.mutable_ref() = file.ref();
+  access.mutable_cred()->set_uid(1000);
+  access.set_requested(vfs::kAccessRead | vfs::kAccessModify);
+  v1::AccessResponse granted;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Access, access, &granted).ok());
+  EXPECT_EQ(granted.granted(), 0u);  // 0600 root's
+
+  v1::LinkRequest link_req;
+  *link_req.mutable_file() = file.ref();
+  *link_req.mutable_dir() = root_;
+  link_req.set_name("hard");
+  v1::LinkResponse linked;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Link, link_req, &linked).ok());
+  EXPECT_EQ(linked.file_attr().nlink(), 2u);
+
+  v1::RenameRequest rename;
+  *rename.mutable_from_dir() = dir.ref();
+  rename.set_from_name("a.txt");
+  *rename.mutable_to_dir() = root_;
+  rename.set_to_name("b.txt");
+  v1::RenameResponse renamed;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Rename, rename, &renamed).ok());
+
+  // Paged listing: two pages of one entry after "." and "..".
+  v1::ReadDirRequest readdir;
+  *readdir.mutable_dir() = root_;
+  readdir.set_max_entries(2);
+  readdir.set_with_attrs(true);
+  std::vector<std::string> names;
+  for (;;) {
+    v1::ReadDirResponse page;
+    ASSERT_TRUE(Call(&v1::Hub::Stub::ReadDir, readdir, &page).ok());
+    for (const auto& e : page.entries()) {
+      names.push_back(e.name());
+      readdir.set_cookie(e.cookie());
+      if (e.name() == "b.txt") EXPECT_EQ(e.entry().ref().ino(), file.ref().ino());
+    }
+    readdir.set_verifier(page.verifier());
+    if (page.eof()) break;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{".", "..", "data", "hard", "b.txt"}));
+
+  v1::RemoveRequest remove;
+  *remove.mutable_dir() = root_;
+  remove.set_name("data");
+  remove.set_directory(true);
+  v1::RemoveResponse removed;
+  auto not_empty = Call(&v1::Hub::Stub::Remove, remove, &removed);
+  EXPECT_EQ(not_empty.geofs_code, "not_empty");
+  EXPECT_EQ(not_empty.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  *remove.mutable_dir() = dir.ref();
+  remove.set_name("l");
+  remove.set_directory(false);
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Remove, remove, &removed).ok());
+  *remove.mutable_dir() = root_;
+  remove.set_name("data");
+  remove.set_directory(true);
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Remove, remove, &removed).ok());
+
+  v1::FsStatRequest fsstat;
+  *fsstat.mutable_ref() = root_;
+  v1::FsStatResponse fs;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::FsStat, fsstat, &fs).ok());
+  EXPECT_GT(fs.avail_bytes(), 0u);
+  EXPECT_GT(fs.free_files(), 0u);
+}
+
+TEST_F(HubServiceTest, ChunksCommitsAndReads) {
+  v1::Entry file = Create(root_, "f", v1::REGULAR);
+  const std::string text(300000, 'x');  // compresses well
+  const std::string random = RandomBytes(200000, 1);
+  const chunk::ChunkId text_id = IdOf(text), random_id = IdOf(random);
+
+  v1::FindMissingChunksRequest find;
+  for (const auto& [id, size] : {std::pair{text_id, text.size()}, {random_id, random.size()},
+                                 {text_id, text.size()}}) {
+    auto* ref = find.add_chunks();
+    ref->set_chunk_id(IdBytes(id));
+    ref->set_raw_length(size);
+  }
+  v1::FindMissingChunksResponse missing;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::FindMissingChunks, find, &missing).ok());
+  ASSERT_EQ(missing.missing_size(), 2);  // deduplicated, in request order
+  EXPECT_EQ(missing.missing(0), IdBytes(text_id));
+
+  v1::PutChunksResponse put;
+  auto r = PutChunks({{IdBytes(text_id), Encode(text)}, {IdBytes(random_id), Encode(random)}},
+                     &put);
+  ASSERT_TRUE(r.ok()) << r.status.error_message();
+  EXPECT_EQ(put.received(), 2u);
+  EXPECT_EQ(put.stored(), 2u);
+  EXPECT_EQ(put.raw_bytes_stored(), text.size() + random.size());
+  EXPECT_LT(put.bytes_stored(), random.size() + 1000);  // the text compressed
+  ASSERT_TRUE(Call(&v1::Hub::Stub::FindMissingChunks, find, &missing).ok());
+  EXPECT_EQ(missing.missing_size(), 0);
+  // Uploading again stores nothing new.
+  ASSERT_TRUE(PutChunks({{IdBytes(text_id), Encode(text)}}, &put).ok());
+  EXPECT_EQ(put.stored(), 0u);
+
+  // A file of both chunks with a hole between them.
+  v1::CommitFileRequest commit;
+  *commit.mutable_ref() = file.ref();
+  commit.set_expected_version(ChunkMap(file.ref()).version());
+  commit.set_replace_all(true);
+  auto* e1 = commit.add_extents();
+  e1->set_offset(0);
+  e1->set_length(text.size());
+  e1->set_chunk_id(IdBytes(text_id));
+  e1->set_chunk_length(text.size());
+  auto* e2 = commit.add_extents();
+  e2->set_offset(text.size() + 1000);
+  e2->set_length(1000);
+  e2->set_chunk_id(IdBytes(random_id));
+  e2->set_chunk_offset(500);
+  e2->set_chunk_length(random.size());
+  commit.set_new_size(text.size() + 3000);
+  commit.mutable_mtime()->set_sec(42);
+  v1::CommitFileResponse committed;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::CommitFile, commit, &committed).ok());
+  EXPECT_EQ(committed.wcc().after().size(), text.size() + 3000);
+  EXPECT_EQ(committed.wcc().after().mtime().sec(), 42);
+
+  v1::GetChunkMapResponse map = ChunkMap(file.ref());
+  EXPECT_EQ(map.version(), committed.version());
+  ASSERT_EQ(map.extents_size(), 2);
+  const std::string expected = text + std::string(1000, '\0') + random.substr(500, 1000) +
+                               std::string(1000, '\0');
+  EXPECT_TRUE(ReadFile(file.ref()) == expected);
+
+  // ReadChunks sends the stored (compressed) form to readers that accept
+  // zstd, and plain bytes to the others; both decode to the chunk.
+  for (bool zstd : {true, false}) {
+    grpc::ClientContext ctx;
+    v1::ReadChunksRequest req;
+    req.add_chunk_ids(IdBytes(text_id));
+    req.add_chunk_ids(IdBytes(random_id));
+    if (zstd) req.add_accept(v1::ZSTD);
+    auto reader = stub_->ReadChunks(&ctx, req);
+    v1::ChunkData chunk;
+    ASSERT_TRUE(reader->Read(&chunk));
+    EXPECT_EQ(chunk.compression(), zstd ? v1::ZSTD : v1::NONE);
+    EXPECT_EQ(chunk.raw_length(), text.size());
+    if (zstd) EXPECT_LT(chunk.data().size(), 10000u);
+    auto raw = chunk::DecodeChunk(Buffer::CopyOf(chunk.data()), text_id);
+    ASSERT_TRUE(raw.ok());
+    EXPECT_EQ(raw->view(), text);
+    ASSERT_TRUE(reader->Read(&chunk));
+    EXPECT_EQ(chunk.compression(), v1::NONE);  // did not pay to compress
+    EXPECT_FALSE(reader->Read(&chunk));
+    EXPECT_TRUE(reader->Finish().ok());
+  }
+
+  v1::StatsResponse stats;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Stats, v1::StatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.files(), 1u);
+  EXPECT_EQ(stats.logical_bytes(), text.size() + 3000);
+  EXPECT_EQ(stats.chunks(), 2u);
+  EXPECT_EQ(stats.referenced_raw_bytes(), text.size() + random.size());
+  EXPECT_EQ(stats.stored_chunks(), 2u);
+  EXPECT_EQ(stats.stored_bytes(), hub_.StoredBytes());
+  EXPECT_EQ(stats.object_store(), "memory:");
+
+  v1::FsckRequest fsck;
+  fsck.set_verify_chunk_data(true);
+  v1::FsckResponse clean;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Fsck, fsck, &clean).ok());
+  EXPECT_EQ(clean.problems_size(), 0) << clean.problems(0);
+  EXPECT_EQ(clean.chunks_checked(), 2u);
+  EXPECT_EQ(clean.inodes_checked(), 2u);
+}
+
+TEST_F(HubServiceTest, FsckFindsMissingAndCorruptChunks) {
+  v1::Entry a = Create(root_, "a", v1::REGULAR);
+  v1::Entry b = Create(root_, "b", v1::REGULAR);
+  v1::CommitFileResponse resp;
+  const std::string da = RandomBytes(5000, 2), db = RandomBytes(6000, 3);
+  ASSERT_TRUE(CommitWhole(a.ref(), da, ChunkMap(a.ref()).version(), &resp).ok());
+  ASSERT_TRUE(CommitWhole(b.ref(), db, ChunkMap(b.ref()).version(), &resp).ok());
+  ASSERT_TRUE(hub_.chunks().Delete(IdOf(da)).ok());
+  ASSERT_TRUE(hub_.objects().CorruptForTesting(IdOf(db).ObjectKey(), 100, 0).ok());
+
+  v1::FsckRequest fsck;
+  v1::FsckResponse report;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Fsck, fsck, &report).ok());
+  ASSERT_EQ(report.problems_size(), 1);  // the corruption needs the data read
+  EXPECT_NE(report.problems(0).find(IdOf(da).ToHex()), std::string::npos);
+  EXPECT_NE(report.problems(0).find("/a"), std::string::npos);
+  fsck.set_verify_chunk_data(true);
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Fsck, fsck, &report).ok());
+  ASSERT_EQ(report.problems_size(), 2);
+  EXPECT_NE(report.problems(1).find(IdOf(db).ToHex()), std::string::npos);
+  EXPECT_NE(report.problems(1).find("corruption"), std::string::npos);
+
+  // And a corrupt chunk is never sent.
+  grpc::ClientContext ctx;
+  v1::ReadChunksRequest req;
+  req.add_chunk_ids(IdBytes(IdOf(db)));
+  auto reader = stub_->ReadChunks(&ctx, req);
+  v1::ChunkData chunk;
+  EXPECT_FALSE(reader->Read(&chunk));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::DATA_LOSS);
+}
+
+TEST_F(HubServiceTest, UnknownObjectsAreStale) {
+  v1::FileRef unknown;
+  unknown.set_ino(987654);
+  unknown.set_gen(1);
+  v1::GetAttrRequest getattr;
+  *getattr.mutable_ref() = unknown;
+  v1::GetAttrResponse attr;
+  auto r = Call(&v1::Hub::Stub::GetAttr, getattr, &attr);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(r.geofs_code, "stale");
+  EXPECT_NE(r.status.error_message().find("inode 987654"), std::string::npos);
+
+  // A removed file's ref is stale too (its inode is never reused).
+  v1::Entry file = Create(root_, "gone", v1::REGULAR);
+  v1::RemoveRequest remove;
+  *remove.mutable_dir() = root_;
+  remove.set_name("gone");
+  v1::RemoveResponse removed;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Remove, remove, &removed).ok());
+  *getattr.mutable_ref() = file.ref();
+  EXPECT_EQ(Call(&v1::Hub::Stub::GetAttr, getattr, &attr).geofs_code, "stale");
+
+  v1::LookupRequest lookup;
+  *lookup.mutable_dir() = unknown;
+  lookup.set_name("x");
+  v1::LookupResponse looked;
+  EXPECT_EQ(Call(&v1::Hub::Stub::Lookup, lookup, &looked).geofs_code, "stale");
+  v1::GetChunkMapRequest map;
+  *map.mutable_ref() = unknown;
+  v1::GetChunkMapResponse map_resp;
+  EXPECT_EQ(Call(&v1::Hub::Stub::GetChunkMap, map, &map_resp).geofs_code, "stale");
+  v1::CommitFileRequest commit;
+  *commit.mutable_ref() = unknown;
+  v1::CommitFileResponse committed;
+  EXPECT_EQ(Call(&v1::Hub::Stub::CommitFile, commit, &committed).geofs_code, "stale");
+  v1::CreateRequest create;
+  *create.mutable_dir() = unknown;
+  create.set_name("x");
+  create.set_type(v1::REGULAR);
+  v1::CreateResponse created;
+  EXPECT_EQ(Call(&v1::Hub::Stub::Create, create, &created).geofs_code, "stale");
+}
+
+TEST_F(HubServiceTest, BadNamesAreRefusedAndNamed) {
+  const std::string too_long(256, 'n');
+  struct Case {
+    std::string name;
+    std::string code;
+    std::string shown;  // what the message must contain
+  };
+  const std::vector<Case> cases = {
+      {"a/b", "invalid_argument", "\"a/b\""},
+      {std::string("a\0b", 3), "invalid_argument", "\"a\\x00b\""},
+      {too_long, "name_too_long", "256 bytes"},
+      {"", "invalid_argument", "empty name"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.shown);
+    v1::CreateRequest create;
+    *create.mutable_dir() = root_;
+    create.set_name(c.name);
+    create.set_type(v1::REGULAR);
+    v1::CreateResponse created;
+    auto r = Call(&v1::Hub::Stub::Create, create, &created);
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(r.geofs_code, c.code);
+    EXPECT_NE(r.status.error_message().find(c.shown), std::string::npos)
+        << r.status.error_message();
+
+    v1::LookupRequest lookup;
+    *lookup.mutable_dir() = root_;
+    lookup.set_name(c.name);
+    v1::LookupResponse looked;
+    EXPECT_EQ(Call(&v1::Hub::Stub::Lookup, lookup, &looked).status.error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+    v1::RenameRequest rename;
+    *rename.mutable_from_dir() = root_;
+    rename.set_from_name("x");
+    *rename.mutable_to_dir() = root_;
+    rename.set_to_name(c.name);
+    v1::RenameResponse renamed;
+    EXPECT_EQ(Call(&v1::Hub::Stub::Rename, rename, &renamed).status.error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  // Nothing was created.
+  v1::StatsResponse stats;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Stats, v1::StatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.inodes(), 1u);
+
+  v1::GetAttrRequest getattr;
+  *getattr.mutable_ref() = root_;
+  for (int i = 0; i < 17; ++i) getattr.mutable_cred()->add_groups(i);
+  v1::GetAttrResponse attr;
+  EXPECT_EQ(Call(&v1::Hub::Stub::GetAttr, getattr, &attr).status.error_code(),
+            grpc::StatusCode::OK);  // GetAttr ignores credentials
+  v1::AccessRequest access;
+  *access.mutable_ref() = root_;
+  *access.mutable_cred() = getattr.cred();
+  v1::AccessResponse granted;
+  EXPECT_EQ(Call(&v1::Hub::Stub::Access, access, &granted).status.error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(HubServiceTest, UploadsThatDoNotMatchTheirIdStoreNothing) {
+  const std::string data = RandomBytes(50000, 4);
+  const std::string other = RandomBytes(50000, 5);
+  const size_t objects_before = hub_.objects().object_count();
+  v1::PutChunksResponse put;
+  auto r = PutChunks({{IdBytes(IdOf(data)), Encode(other)}}, &put);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(r.status.error_message().find(IdOf(data).ToHex()), std::string::npos)
+      << r.status.error_message();
+  EXPECT_EQ(hub_.objects().object_count(), objects_before);
+
+  // Garbage that is not a stored chunk at all, and a malformed id.
+  r = PutChunks({{IdBytes(IdOf(data)), "not a chunk"}});
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  r = PutChunks({{"short", Encode(data)}});
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(hub_.objects().object_count(), objects_before);
+
+  // A commit naming a chunk nobody registered or uploaded is refused.
+  v1::Entry file = Create(root_, "f", v1::REGULAR);
+  v1::CommitFileRequest commit;
+  *commit.mutable_ref() = file.ref();
+  commit.set_expected_version(ChunkMap(file.ref()).version());
+  commit.set_replace_all(true);
+  commit.set_new_size(10);
+  auto* e = commit.add_extents();
+  e->set_length(10);
+  e->set_chunk_id(IdBytes(IdOf(RandomBytes(10, 6))));
+  e->set_chunk_length(10);
+  v1::CommitFileResponse committed;
+  EXPECT_EQ(Call(&v1::Hub::Stub::CommitFile, commit, &committed).status.error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(ChunkMap(file.ref()).attr().size(), 0u);
+}
+
+TEST_F(HubServiceTest, CommitsAgainstAStaleVersionAreAborted) {
+  v1::Entry file = Create(root_, "f", v1::REGULAR);
+  const uint64_t v0 = ChunkMap(file.ref()).version();
+  v1::CommitFileResponse first, second;
+  ASSERT_TRUE(CommitWhole(file.ref(), "first writer", v0, &first).ok());
+  auto r = CommitWhole(file.ref(), "second writer", v0, &second);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::ABORTED);
+  EXPECT_EQ(r.geofs_code, "aborted");
+  EXPECT_EQ(ReadFile(file.ref()), "first writer");
+  // Retrying against the version it reads now succeeds.
+  ASSERT_TRUE(CommitWhole(file.ref(), "second writer", first.version(), &second).ok());
+  EXPECT_EQ(ReadFile(file.ref()), "second writer");
+}
+
+TEST_F(HubServiceTest, OversizedRequestsAreRefused) {
+  v1::ReadChunksRequest read;
+  for (int i = 0; i < 1025; ++i) read.add_chunk_ids(std::string(32, 'a'));
+  grpc::ClientContext ctx;
+  auto reader = stub_->ReadChunks(&ctx, read);
+  v1::ChunkData chunk;
+  EXPECT_FALSE(reader->Read(&chunk));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::FindMissingChunksRequest find;
+  auto* ref = find.add_chunks();
+  ref->set_chunk_id(std::string(32, 'a'));
+  ref->set_raw_length(uint64_t{1} << 40);
+  v1::FindMissingChunksResponse missing;
+  EXPECT_EQ(Call(&v1::Hub::Stub::FindMissingChunks, find, &missing).status.error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST(GrpcStatusTest, RoundTripsEveryCode) {
+  for (int c = 1; c <= static_cast<int>(StatusCode::kInternal); ++c) {
+    const auto code = static_cast<StatusCode>(c);
+    grpc::Status wire = ToGrpcStatus(Status(code, "inode 7"), nullptr);
+    EXPECT_FALSE(wire.ok());
+    EXPECT_EQ(wire.error_code(), GrpcCodeFor(code));
+    EXPECT_EQ(CodeFromToken(CodeToken(code)), code);
+    // Without the trailing metadata the code is derived from gRPC's.
+    Status back = FromGrpcStatus(wire, nullptr);
+    EXPECT_FALSE(back.ok());
+    EXPECT_NE(back.message().find("inode 7"), std::string_view::npos);
+  }
+  EXPECT_TRUE(ToGrpcStatus(Status::Ok(), nullptr).ok());
+  EXPECT_FALSE(CodeFromToken("no such token"));
+}
+
+}  // namespace
+}  // namespace geofs::hub
