@@ -39,8 +39,7 @@ void WriteHeader(uint8_t* out, Compression compression, uint32_t raw_size) {
   for (int i = 0; i < 4; ++i) out[8 + i] = static_cast<uint8_t>(raw_size >> (8 * i));
 }
 
-Buffer WithHeader(Compression compression, uint32_t raw_size,
-                  std::span<const uint8_t> payload) {
+Buffer WithHeader(Compression compression, uint32_t raw_size, std::span<const uint8_t> payload) {
   uint8_t* out;
   Buffer b = Buffer::Allocate(kChunkHeaderSize + payload.size(), &out);
   WriteHeader(out, compression, raw_size);
@@ -121,8 +120,8 @@ Result<Buffer> DecodeChunk(const Buffer& stored, const ChunkId& expected, size_t
     if (frame_size != header->raw_size) return Corrupt(expected, "bad zstd frame header");
     uint8_t* out;
     raw = Buffer::Allocate(header->raw_size, &out);
-    size_t n = ZSTD_decompressDCtx(ThreadDCtx(), out, header->raw_size, payload.data(),
-                                   payload.size());
+    size_t n =
+        ZSTD_decompressDCtx(ThreadDCtx(), out, header->raw_size, payload.data(), payload.size());
     if (ZSTD_isError(n)) {
       return Corrupt(expected, std::string("zstd: ") + ZSTD_getErrorName(n));
     }

@@ -72,9 +72,8 @@ Result<Buffer> ChunkStore::Get(const ChunkId& id) {
   GEOFS_ASSIGN_OR_RETURN(Buffer stored, GetEncoded(id));
   auto raw = DecodeChunk(stored, id, options_.max_chunk_size);
   if (!raw.ok()) {
-    return Status(raw.status().code(),
-                  std::string(raw.status().message()) + " (object " + store_->Describe() + " " +
-                      id.ObjectKey() + ")");
+    return Status(raw.status().code(), std::string(raw.status().message()) + " (object " +
+                                           store_->Describe() + " " + id.ObjectKey() + ")");
   }
   return raw;
 }
@@ -108,8 +107,7 @@ Result<std::vector<ChunkId>> ChunkStore::Missing(std::span<const ChunkId> ids) {
       missing[i] = !*exists;
     }
   };
-  size_t workers =
-      std::min(unique.size(), static_cast<size_t>(options_.missing_parallelism));
+  size_t workers = std::min(unique.size(), static_cast<size_t>(options_.missing_parallelism));
   if (workers <= 1) {
     work();
   } else {
@@ -132,8 +130,7 @@ Status ChunkStore::ForEachChunk(const std::function<Status(const ChunkInfo&)>& f
   return store_->ForEach(kChunkKeyPrefix, [&](const object::ObjectInfo& info) -> Status {
     auto id = ChunkId::FromObjectKey(info.key);
     if (!id.ok()) {
-      GetLogger("chunk")->warn("{}: skipping '{}': not a chunk key", store_->Describe(),
-                               info.key);
+      GetLogger("chunk")->warn("{}: skipping '{}': not a chunk key", store_->Describe(), info.key);
       return Status::Ok();
     }
     return fn(ChunkInfo{*id, info.size, info.modified});

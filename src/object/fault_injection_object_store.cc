@@ -81,8 +81,7 @@ Result<Buffer> FaultInjectionObjectStore::Get(std::string_view key) {
 }
 
 Result<ObjectInfo> FaultInjectionObjectStore::Head(std::string_view key) {
-  return Apply<Result<ObjectInfo>>(ObjectOp::kHead,
-                                   [&] { return ObjectStoreWrapper::Head(key); });
+  return Apply<Result<ObjectInfo>>(ObjectOp::kHead, [&] { return ObjectStoreWrapper::Head(key); });
 }
 
 Status FaultInjectionObjectStore::Delete(std::string_view key) {
@@ -92,9 +91,8 @@ Status FaultInjectionObjectStore::Delete(std::string_view key) {
 Result<ObjectListing> FaultInjectionObjectStore::List(std::string_view prefix,
                                                       std::string_view page_token,
                                                       size_t max_keys) {
-  return Apply<Result<ObjectListing>>(ObjectOp::kList, [&] {
-    return ObjectStoreWrapper::List(prefix, page_token, max_keys);
-  });
+  return Apply<Result<ObjectListing>>(
+      ObjectOp::kList, [&] { return ObjectStoreWrapper::List(prefix, page_token, max_keys); });
 }
 
 }  // namespace geofs::object

@@ -209,8 +209,7 @@ Status LocalObjectStore::MakeParents(const std::string& path, std::string_view k
       GEOFS_RETURN_IF_ERROR(SyncDir(path.substr(0, pos), context));
     } else if (errno != EEXIST) {
       if (errno == ENOTDIR) {
-        return Status::InvalidArgument(context +
-                                       ": a prefix of the key is stored as an object");
+        return Status::InvalidArgument(context + ": a prefix of the key is stored as an object");
       }
       return Status::FromErrno(errno, context);
     }

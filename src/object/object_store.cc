@@ -10,8 +10,8 @@ constexpr size_t kMaxKeyLength = 1024;
 
 Status ValidateObjectKey(std::string_view key) {
   auto bad = [&](std::string_view why) {
-    return Status::InvalidArgument("object key '" + std::string(key.substr(0, 200)) + "': " +
-                                   std::string(why));
+    return Status::InvalidArgument("object key '" + std::string(key.substr(0, 200)) +
+                                   "': " + std::string(why));
   };
   if (key.empty()) return bad("empty");
   if (key.size() > kMaxKeyLength) return bad("longer than 1024 bytes");

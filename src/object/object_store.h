@@ -13,7 +13,8 @@
 //    the whole new one, or kNotFound; never a partial object. When Put
 //    returns OK the object is durable (as durable as the backend allows).
 //  - Get/Head of a missing key: kNotFound. Delete of a missing key: OK.
-//  - List returns keys in ascending byte order, paged.
+//  - List returns keys in ascending byte order, paged (S3: in the server's
+//    order, which is byte order on AWS).
 //  - Errors name the key (or prefix) and, for S3, the HTTP status.
 #pragma once
 

@@ -11,8 +11,6 @@ class ObjectStoreWrapper : public ObjectStore {
   // REQUIRES: `target` outlives the wrapper.
   explicit ObjectStoreWrapper(ObjectStore* target) : target_(target) {}
 
-  ObjectStore* target() const { return target_; }
-
   Status Put(std::string_view key, std::span<const uint8_t> data) override {
     return target_->Put(key, data);
   }

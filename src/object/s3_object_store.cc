@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -26,8 +26,8 @@ void InitCurlOnce() {
 }
 
 bool IsUnreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '-' || c == '_' || c == '.' || c == '~';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.' || c == '~';
 }
 
 // Percent-encodes the way SigV4 canonicalises (RFC 3986 unreserved kept,
@@ -211,9 +211,12 @@ Status HttpError(const HttpReply& reply, std::string_view what, int attempts) {
   if (attempts > 1) msg += " (after " + std::to_string(attempts) + " attempts)";
   if (err.code == "NoSuchBucket") return Status::IoError(msg);
   switch (reply.status) {
-    case 404: return Status::NotFound(msg);
-    case 403: return Status::AccessDenied(msg);
-    case 400: return Status::InvalidArgument(msg);
+    case 404:
+      return Status::NotFound(msg);
+    case 403:
+      return Status::AccessDenied(msg);
+    case 400:
+      return Status::InvalidArgument(msg);
     default:
       if (IsRetryableHttpStatus(reply.status)) return Status::Unavailable(msg);
       return Status::IoError(msg);
@@ -224,7 +227,7 @@ Status HttpError(const HttpReply& reply, std::string_view what, int attempts) {
 
 class S3ObjectStore::Impl {
  public:
-  explicit Impl(S3Options options, std::string scheme, std::string host)
+  Impl(S3Options options, std::string scheme, std::string host)
       : options_(std::move(options)),
         slots_(options_.max_concurrency),
         log_(GetLogger("object.s3")) {
@@ -259,16 +262,16 @@ class S3ObjectStore::Impl {
       HttpReply reply;
       std::string curl_error;
       CURLcode cc = PerformOnce(req, &reply, &curl_error);
-      bool retryable = cc != CURLE_OK ? IsRetryableCurlError(cc)
-                                      : IsRetryableHttpStatus(reply.status);
+      bool retryable =
+          cc != CURLE_OK ? IsRetryableCurlError(cc) : IsRetryableHttpStatus(reply.status);
       if (!retryable) {
         if (cc == CURLE_OK) return reply;
         return Status::IoError(req.what + ": " + curl_error);
       }
       if (attempt >= options_.max_attempts) {
         if (cc == CURLE_OK) return HttpError(reply, req.what, attempt);
-        std::string msg = req.what + ": " + curl_error + " (after " + std::to_string(attempt) +
-                          " attempts)";
+        std::string msg =
+            req.what + ": " + curl_error + " (after " + std::to_string(attempt) + " attempts)";
         if (cc == CURLE_OPERATION_TIMEDOUT) return Status(StatusCode::kDeadlineExceeded, msg);
         return Status::Unavailable(msg);
       }
@@ -330,7 +333,8 @@ class S3ObjectStore::Impl {
     std::vector<std::string> headers;
     if (!options_.access_key_id.empty()) {
       std::string payload(kUnsignedPayload);
-      if (options_.sign_payload) payload = Sha256Hex(is_put ? req.body : std::span<const uint8_t>());
+      if (options_.sign_payload)
+        payload = Sha256Hex(is_put ? req.body : std::span<const uint8_t>());
       headers.push_back("x-amz-content-sha256: " + payload);
       if (!options_.session_token.empty()) {
         headers.push_back("x-amz-security-token: " + options_.session_token);
@@ -413,8 +417,8 @@ class S3ObjectStore::Impl {
 Result<S3Options> ParseS3Url(std::string_view url) {
   constexpr std::string_view kScheme = "s3://";
   auto bad = [&](std::string_view why) {
-    return Status::InvalidArgument("object store URL '" + std::string(url) + "': " +
-                                   std::string(why));
+    return Status::InvalidArgument("object store URL '" + std::string(url) +
+                                   "': " + std::string(why));
   };
   if (!url.starts_with(kScheme)) return bad("not an s3:// URL");
   std::string_view rest = url.substr(kScheme.size());
@@ -502,7 +506,8 @@ Result<std::unique_ptr<S3ObjectStore>> S3ObjectStore::Create(S3Options options) 
   if (!options.endpoint.empty()) {
     std::string_view ep = options.endpoint;
     size_t sep = ep.find("://");
-    if (sep == std::string_view::npos) return bad("endpoint '" + options.endpoint + "' has no scheme");
+    if (sep == std::string_view::npos)
+      return bad("endpoint '" + options.endpoint + "' has no scheme");
     scheme = std::string(ep.substr(0, sep));
     if (scheme != "http" && scheme != "https") {
       return bad("endpoint scheme must be http or https: " + options.endpoint);
@@ -584,8 +589,7 @@ Result<ObjectListing> S3ObjectStore::List(std::string_view prefix, std::string_v
   ObjectListing out;
   for (ObjectInfo& info : page->objects) {
     if (!info.key.starts_with(store_prefix)) {
-      return Status::IoError(req.what + ": reply lists key '" + info.key +
-                             "' outside the prefix");
+      return Status::IoError(req.what + ": reply lists key '" + info.key + "' outside the prefix");
     }
     info.key.erase(0, store_prefix.size());
     out.objects.push_back(std::move(info));

@@ -264,8 +264,9 @@ S3Error ParseS3Error(std::string_view doc) {
 Result<WallTime> ParseIso8601(std::string_view text) {
   // YYYY-MM-DDTHH:MM:SS[.fraction]Z
   auto bad = [&] { return Status::InvalidArgument("bad timestamp '" + std::string(text) + "'"); };
-  if (text.size() < 20 || text[4] != '-' || text[7] != '-' || (text[10] != 'T' && text[10] != 't') ||
-      text[13] != ':' || text[16] != ':' || (text.back() != 'Z' && text.back() != 'z')) {
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' ||
+      (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':' ||
+      (text.back() != 'Z' && text.back() != 'z')) {
     return bad();
   }
   uint64_t y, mo, d, h, mi, s;

@@ -1,6 +1,8 @@
 // chunk_bench: throughput of the chunk pipeline's stages on this machine.
 // Not a test (not registered with CTest); run by hand:
 //   chunk_bench [MiB]        (default 256)
+#include <time.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,14 +19,28 @@
 namespace geofs::chunk {
 namespace {
 
-double SecondsOf(const std::function<void()>& fn) {
-  auto start = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+struct Timing {
+  double wall = 0;
+  double cpu = 0;  // this thread's CPU time: meaningful on a busy machine
+};
+
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-void Report(const char* what, size_t bytes, double seconds, const char* extra = "") {
-  std::printf("%-44s %8.0f MB/s %s\n", what, bytes / seconds / 1e6, extra);
+Timing SecondsOf(const std::function<void()>& fn) {
+  auto start = std::chrono::steady_clock::now();
+  double cpu_start = ThreadCpuSeconds();
+  fn();
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+          ThreadCpuSeconds() - cpu_start};
+}
+
+void Report(const char* what, size_t bytes, Timing t, const char* extra = "") {
+  std::printf("%-48s %7.0f MB/s wall %7.0f MB/s cpu %s\n", what, bytes / t.wall / 1e6,
+              bytes / t.cpu / 1e6, extra);
 }
 
 // Chunks `data` into `store` through a ChunkSplitter, like an importer.
@@ -39,7 +55,8 @@ void Import(ChunkStore& store, const std::vector<uint8_t>& data, size_t* stored)
     return Status::Ok();
   });
   for (size_t pos = 0; pos < data.size(); pos += 1 << 20) {
-    (void)splitter.Write(std::span(data).subspan(pos, std::min<size_t>(1 << 20, data.size() - pos)));
+    (void)splitter.Write(
+        std::span(data).subspan(pos, std::min<size_t>(1 << 20, data.size() - pos)));
   }
   (void)splitter.Finish();
 }
@@ -52,7 +69,7 @@ int Main(int argc, char** argv) {
   std::printf("%zu MiB per run\n", mib);
 
   size_t chunks = 0;
-  double t = SecondsOf([&] { chunks = ChunkLengths(random, ChunkerOptions{}).size(); });
+  Timing t = SecondsOf([&] { chunks = ChunkLengths(random, ChunkerOptions{}).size(); });
   char extra[64];
   std::snprintf(extra, sizeof(extra), "(%zu chunks, avg %.0f KiB)", chunks, n / 1024.0 / chunks);
   Report("chunker (FastCDC, 256K/1M/4M)", n, t, extra);
@@ -62,7 +79,8 @@ int Main(int argc, char** argv) {
 
   std::vector<Buffer> encoded;
   std::vector<std::span<const uint8_t>> pieces;
-  for (size_t pos = 0; pos < n; pos += 1 << 20) pieces.push_back(std::span(text).subspan(pos, 1 << 20));
+  for (size_t pos = 0; pos < n; pos += 1 << 20)
+    pieces.push_back(std::span(text).subspan(pos, 1 << 20));
   size_t compressed = 0;
   t = SecondsOf([&] {
     for (auto p : pieces) {
@@ -79,7 +97,8 @@ int Main(int argc, char** argv) {
   });
   Report("decode + verify (incl. SHA-256 of original)", n, t);
   t = SecondsOf([&] {
-    for (auto p : pieces) (void)EncodeChunk(std::span(random).subspan(p.data() - text.data(), p.size()), {});
+    for (auto p : pieces)
+      (void)EncodeChunk(std::span(random).subspan(p.data() - text.data(), p.size()), {});
   });
   Report("encode, incompressible (zstd tried, dropped)", n, t);
 

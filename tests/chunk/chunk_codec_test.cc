@@ -61,7 +61,7 @@ TEST(ChunkCodecTest, MinSavingDecidesWhetherCompressionIsKept) {
 }
 
 TEST(ChunkCodecTest, LevelsAndEmptyChunks) {
-  auto raw = testdata::TextLike(256 << 10, 4);
+  auto raw = testdata::TextLike(64 << 10, 4);
   ChunkCodecOptions fast;
   fast.zstd_level = 1;
   ChunkCodecOptions strong;

@@ -18,8 +18,9 @@ TEST(ChunkIdTest, IsTheSha256OfTheBytes) {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(ChunkId::Of({}).ToHex(),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(ChunkId::Of(AsBytes("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")).ToHex(),
-            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(
+      ChunkId::Of(AsBytes("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")).ToHex(),
+      "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
 TEST(ChunkIdTest, HexRoundTripsAndRejectsGarbage) {
@@ -38,8 +39,7 @@ TEST(ChunkIdTest, HexRoundTripsAndRejectsGarbage) {
   auto from_bytes = ChunkId::FromBytes(id.bytes());
   ASSERT_TRUE(from_bytes.ok());
   EXPECT_EQ(*from_bytes, id);
-  EXPECT_EQ(ChunkId::FromBytes(id.bytes().first(31)).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ChunkId::FromBytes(id.bytes().first(31)).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ChunkIdTest, ObjectKeysFanOutByTheFirstByte) {
@@ -50,9 +50,9 @@ TEST(ChunkIdTest, ObjectKeysFanOutByTheFirstByte) {
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, id);
   std::string hex = id.ToHex();
-  for (std::string bad : {"chunks/bb/" + hex, "chunk/ba/" + hex, "chunks/ba" + hex,
-                          "chunks/ba/" + hex + "x", "chunks/ba/" + hex.substr(2),
-                          std::string("chunks/")}) {
+  for (std::string bad :
+       {"chunks/bb/" + hex, "chunk/ba/" + hex, "chunks/ba" + hex, "chunks/ba/" + hex + "x",
+        "chunks/ba/" + hex.substr(2), std::string("chunks/")}) {
     SCOPED_TRACE(bad);
     EXPECT_EQ(ChunkId::FromObjectKey(bad).status().code(), StatusCode::kInvalidArgument);
   }

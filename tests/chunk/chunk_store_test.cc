@@ -259,9 +259,8 @@ TEST_F(ChunkStoreTest, ListsChunksForGarbageCollectionAndDeletes) {
   EXPECT_FALSE(*store_.Has(ids[0]));
   EXPECT_EQ(store_.Get(ids[0]).status().code(), StatusCode::kNotFound);
   int count = 0;
-  Status stop = store_.ForEachChunk([&](const ChunkInfo&) {
-    return ++count == 5 ? Status::Aborted("enough") : Status::Ok();
-  });
+  Status stop = store_.ForEachChunk(
+      [&](const ChunkInfo&) { return ++count == 5 ? Status::Aborted("enough") : Status::Ok(); });
   EXPECT_EQ(stop.code(), StatusCode::kAborted);
   EXPECT_EQ(count, 5);
 }

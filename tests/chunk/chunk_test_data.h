@@ -28,10 +28,10 @@ inline std::vector<uint8_t> Random(size_t n, uint64_t seed) {
 // tokenised text shards).
 inline std::vector<uint8_t> TextLike(size_t n, uint64_t seed) {
   static constexpr std::string_view kWords[] = {
-      "the",    "model",  "of",      "data",   "training", "a",       "gradient", "to",
-      "loss",   "and",    "batch",   "epoch",  "in",       "layer",   "weights",  "is",
-      "for",    "token",  "sample",  "with",   "network",  "on",      "shard",    "that",
-      "cache",  "spoke",  "hub",     "chunk",  "read",     "write",   "file",     "system",
+      "the",    "model",  "of",      "data",   "training", "a",       "gradient",  "to",
+      "loss",   "and",    "batch",   "epoch",  "in",       "layer",   "weights",   "is",
+      "for",    "token",  "sample",  "with",   "network",  "on",      "shard",     "that",
+      "cache",  "spoke",  "hub",     "chunk",  "read",     "write",   "file",      "system",
       "learns", "update", "storage", "object", "fast",     "latency", "bandwidth", "GPU"};
   std::vector<uint8_t> out;
   out.reserve(n + 16);

@@ -530,6 +530,13 @@ TEST_F(ProceduresTest, ReadDirAndReadDirPlusListEverything) {
     EXPECT_EQ(r.data, "file-9");
   }
 
+  // Cookie 0 starts over whatever verifier comes with it (the Linux client
+  // resends the one it cached).
+  Verifier stale = {'s', 't', 'a', 'l', 'e', '!', '!', '!'};
+  GEOFS_ASSERT_OK_AND_ASSIGN(auto restart, raw->ReadDir(raw->root(), 0, stale, 64 * 1024));
+  ASSERT_NFS_STATUS(NFS3_OK, restart.status);
+  EXPECT_EQ(restart.entries.size(), listing.entries.size());
+
   GEOFS_ASSERT_OK_AND_ASSIGN(auto file, raw->Lookup(raw->root(), "file-1"));
   GEOFS_ASSERT_OK_AND_ASSIGN(auto not_dir, raw->ReadDir(file.fh, 0, {}, 4096));
   EXPECT_NFS_STATUS(NFS3ERR_NOTDIR, not_dir.status);

@@ -4,6 +4,7 @@
 // rpcinfo is not used: even with -n PORT it first asks an rpcbind on ADDR:111
 // (to convert the address), so it fails without one and, for 127.0.0.1,
 // queries that rpcbind instead of PORT when one runs (see NOTES.md).
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -156,6 +157,96 @@ TEST_F(WireTest, SharedPortServesBothPrograms) {
   GEOFS_ASSERT_OK(client->WriteFile("/one-port", "works"));
   GEOFS_ASSERT_OK_AND_ASSIGN(std::string data, client->ReadFile("/one-port"));
   EXPECT_EQ(data, "works");
+}
+
+// Decodes a MOUNT DUMP reply: (host, directory) pairs.
+std::set<std::pair<std::string, std::string>> DecodeMountList(const std::vector<uint8_t>& body) {
+  std::set<std::pair<std::string, std::string>> out;
+  xdr::Decoder d(body);
+  bool more = false;
+  while (d.Present(&more) && more) {
+    std::string_view host, dir;
+    if (!d.String(255, &host) || !d.String(1024, &dir)) break;
+    out.emplace(host, dir);
+  }
+  EXPECT_TRUE(d.ok() && d.remaining() == 0) << "malformed mount list";
+  return out;
+}
+
+std::vector<uint8_t> DirPath(const std::string& path) {
+  xdr::Encoder e;
+  e.String(path);
+  return e.Flatten();
+}
+
+TEST_F(WireTest, MountProceduresMntDumpUmntExport) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon({"--allow", "10.0.0.0/8", "--allow", "127.0.0.0/8"}));
+  auto mount = ConnectTo(daemon_->mount_port());
+  ASSERT_NE(mount, nullptr);
+  const RpcAuth cred = RpcAuth::Sys(0, 0);
+
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply mnt, mount->Call(kMount, 3, 1, DirPath("/"), cred));
+  ASSERT_EQ(mnt.accept_stat, kSuccess);
+  {
+    xdr::Decoder d(mnt.body);
+    uint32_t status = 99, flavors = 0;
+    std::span<const uint8_t> fh;
+    ASSERT_TRUE(d.U32(&status) && status == 0) << "MNT status " << status;
+    ASSERT_TRUE(d.Opaque(64, &fh));
+    EXPECT_GT(fh.size(), 0u);
+    ASSERT_TRUE(d.U32(&flavors));
+    std::set<uint32_t> listed;
+    for (uint32_t i = 0; i < flavors; ++i) {
+      uint32_t f = 0;
+      ASSERT_TRUE(d.U32(&f));
+      listed.insert(f);
+    }
+    EXPECT_EQ(listed.count(1), 1u) << "AUTH_SYS must be offered";
+    EXPECT_EQ(d.remaining(), 0u);
+  }
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply missing,
+                             mount->Call(kMount, 3, 1, DirPath("/not/exported"), cred));
+  ASSERT_EQ(missing.accept_stat, kSuccess);
+  ASSERT_GE(missing.body.size(), 4u);
+  EXPECT_EQ(missing.body[3], 2u) << "MNT3ERR_NOENT";
+
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply dump, mount->Call(kMount, 3, 2));
+  ASSERT_EQ(dump.accept_stat, kSuccess);
+  EXPECT_EQ(DecodeMountList(dump.body).count({"127.0.0.1", "/"}), 1u);
+
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply umnt, mount->Call(kMount, 3, 3, DirPath("/"), cred));
+  EXPECT_EQ(umnt.accept_stat, kSuccess);
+  EXPECT_TRUE(umnt.body.empty());
+  GEOFS_ASSERT_OK_AND_ASSIGN(dump, mount->Call(kMount, 3, 2));
+  EXPECT_EQ(DecodeMountList(dump.body).count({"127.0.0.1", "/"}), 0u);
+
+  GEOFS_ASSERT_OK_AND_ASSIGN(mnt, mount->Call(kMount, 3, 1, DirPath("/"), cred));
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply umntall, mount->Call(kMount, 3, 4, {}, cred));
+  EXPECT_EQ(umntall.accept_stat, kSuccess);
+  GEOFS_ASSERT_OK_AND_ASSIGN(dump, mount->Call(kMount, 3, 2));
+  EXPECT_TRUE(DecodeMountList(dump.body).empty());
+
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply exports, mount->Call(kMount, 3, 5));
+  ASSERT_EQ(exports.accept_stat, kSuccess);
+  xdr::Decoder d(exports.body);
+  std::map<std::string, std::set<std::string>> listed;
+  bool more = false;
+  while (d.Present(&more) && more) {
+    std::string_view dir;
+    ASSERT_TRUE(d.String(1024, &dir));
+    auto& groups = listed[std::string(dir)];
+    bool more_groups = false;
+    while (d.Present(&more_groups) && more_groups) {
+      std::string_view group;
+      ASSERT_TRUE(d.String(255, &group));
+      groups.emplace(group);
+    }
+  }
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d.remaining(), 0u);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed.begin()->first, "/");
+  EXPECT_EQ(listed.begin()->second, (std::set<std::string>{"10.0.0.0/8", "127.0.0.0/8"}));
 }
 
 uint32_t GetPort(RpcClient& pm, uint32_t program, uint32_t version) {

@@ -21,7 +21,7 @@ namespace geofs::objtest {
 
 struct FakeRequest {
   std::string method;
-  std::string target;  // path and query, as sent
+  std::string target;                          // path and query, as sent
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
 };

@@ -176,9 +176,9 @@ TYPED_TEST(ObjectStoreConformanceTest, DeleteRemovesAndIsIdempotent) {
 
 TYPED_TEST(ObjectStoreConformanceTest, RejectsMalformedKeysOnEveryCall) {
   std::string too_long(1025, 'k');
-  for (std::string key : {std::string(), std::string("/a"), std::string("a/"),
-                          std::string("a//b"), std::string("a/./b"), std::string("../x"),
-                          std::string("a\0b", 3), too_long}) {
+  for (std::string key :
+       {std::string(), std::string("/a"), std::string("a/"), std::string("a//b"),
+        std::string("a/./b"), std::string("../x"), std::string("a\0b", 3), too_long}) {
     SCOPED_TRACE(key);
     EXPECT_EQ(this->store_->Put(key, Bytes("x")).code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(this->store_->Get(key).status().code(), StatusCode::kInvalidArgument);
@@ -194,8 +194,8 @@ TYPED_TEST(ObjectStoreConformanceTest, RejectsMalformedKeysOnEveryCall) {
 }
 
 TYPED_TEST(ObjectStoreConformanceTest, KeysWithSpecialCharactersRoundTrip) {
-  std::vector<std::string> keys = {"s/a b",       "s/plus+and%percent", "s/q?x=1&y=2#frag",
-                                   "s/x<y>&amp;", "s/\xc3\xbc\xe2\x82\xac",  "s/tilde~star*",
+  std::vector<std::string> keys = {"s/a b",       "s/plus+and%percent",     "s/q?x=1&y=2#frag",
+                                   "s/x<y>&amp;", "s/\xc3\xbc\xe2\x82\xac", "s/tilde~star*",
                                    "s/'quote\""};
   for (const std::string& key : keys) {
     ASSERT_TRUE(this->store_->Put(key, Bytes(key)).ok()) << key;
@@ -276,8 +276,7 @@ TYPED_TEST(ObjectStoreConformanceTest, ForEachStopsAtTheFirstError) {
   int calls = 0;
   Status s = this->store_->ForEach(
       "fe/",
-      [&](const ObjectInfo&) { return ++calls == 3 ? Status::Aborted("stop") : Status::Ok(); },
-      2);
+      [&](const ObjectInfo&) { return ++calls == 3 ? Status::Aborted("stop") : Status::Ok(); }, 2);
   EXPECT_EQ(s.code(), StatusCode::kAborted);
   EXPECT_EQ(calls, 3);
 }

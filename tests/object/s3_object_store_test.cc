@@ -58,9 +58,9 @@ TEST(S3UrlTest, PrefixEndpointRegionAndAddressing) {
 }
 
 TEST(S3UrlTest, RejectsMalformedUrls) {
-  for (const char* url : {"s3://", "s3:///x", "s3://b?bogus=1", "s3://b?addressing=sideways",
-                          "s3://b//x", "s3://b?region=", "s3://b?endpoint", "http://b",
-                          "s3://b/%zz", "s3://bad bucket"}) {
+  for (const char* url :
+       {"s3://", "s3:///x", "s3://b?bogus=1", "s3://b?addressing=sideways", "s3://b//x",
+        "s3://b?region=", "s3://b?endpoint", "http://b", "s3://b/%zz", "s3://bad bucket"}) {
     SCOPED_TRACE(url);
     auto o = ParseS3Url(url);
     ASSERT_FALSE(o.ok());
@@ -148,8 +148,9 @@ TEST(S3XmlTest, ParsesAListObjectsV2Page) {
   EXPECT_TRUE(page->truncated);
   EXPECT_EQ(page->next_continuation_token, "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=");
 
-  auto last = ParseListObjectsV2("<ListBucketResult><IsTruncated>false</IsTruncated>"
-                                 "</ListBucketResult>");
+  auto last = ParseListObjectsV2(
+      "<ListBucketResult><IsTruncated>false</IsTruncated>"
+      "</ListBucketResult>");
   ASSERT_TRUE(last.ok());
   EXPECT_TRUE(last->objects.empty());
   EXPECT_FALSE(last->truncated);
@@ -159,11 +160,11 @@ TEST(S3XmlTest, RejectsMalformedDocuments) {
   std::string deep;
   for (int i = 0; i < 100; ++i) deep += "<a>";
   for (int i = 0; i < 100; ++i) deep += "</a>";
-  for (std::string doc : {std::string("<a><b></a></b>"), std::string("<a>"), std::string(""),
-                          std::string("<!DOCTYPE a [<!ENTITY x \"y\">]><a/>"),
-                          std::string("<a>&bogus;</a>"), std::string("<a>&#0;</a>"),
-                          std::string("<a>&#xD800;</a>"), std::string("<a x=1/>"),
-                          std::string("<a/><b/>"), std::string("<a><![CDATA[x</a>"), deep}) {
+  for (std::string doc :
+       {std::string("<a><b></a></b>"), std::string("<a>"), std::string(""),
+        std::string("<!DOCTYPE a [<!ENTITY x \"y\">]><a/>"), std::string("<a>&bogus;</a>"),
+        std::string("<a>&#0;</a>"), std::string("<a>&#xD800;</a>"), std::string("<a x=1/>"),
+        std::string("<a/><b/>"), std::string("<a><![CDATA[x</a>"), deep}) {
     SCOPED_TRACE(doc.substr(0, 60));
     auto parsed = ParseXml(doc);
     ASSERT_FALSE(parsed.ok());
@@ -205,9 +206,9 @@ TEST(S3XmlTest, ParsesErrorsAndTimestamps) {
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->sec, 1709210096);
   EXPECT_EQ(t->nsec, 500000000u);
-  for (const char* bad : {"2023-02-29T00:00:00Z", "2024-13-01T00:00:00Z", "2024-01-01 00:00:00Z",
-                          "2024-01-01T00:00:00", "2024-01-01T25:00:00Z", "yesterday",
-                          "2024-01-01T00:00:00.Z"}) {
+  for (const char* bad :
+       {"2023-02-29T00:00:00Z", "2024-13-01T00:00:00Z", "2024-01-01 00:00:00Z",
+        "2024-01-01T00:00:00", "2024-01-01T25:00:00Z", "yesterday", "2024-01-01T00:00:00.Z"}) {
     SCOPED_TRACE(bad);
     EXPECT_FALSE(ParseIso8601(bad).ok());
   }
@@ -245,8 +246,8 @@ bool IsCanonicalEncoding(std::string_view s, bool allow_slash) {
     unsigned char c = s[i];
     if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') continue;
     if (c == '/' && allow_slash) continue;
-    if (c == '%' && i + 2 < s.size() && std::isxdigit(s[i + 1]) &&
-        std::isxdigit(s[i + 2]) && !std::islower(s[i + 1]) && !std::islower(s[i + 2])) {
+    if (c == '%' && i + 2 < s.size() && std::isxdigit(s[i + 1]) && std::isxdigit(s[i + 2]) &&
+        !std::islower(s[i + 1]) && !std::islower(s[i + 2])) {
       i += 2;
       continue;
     }
@@ -259,8 +260,8 @@ bool IsCanonicalEncoding(std::string_view s, bool allow_slash) {
 // specification, independently of libcurl: proves that what we send is in
 // canonical form (sorted, encoded query; encoded path), that the headers S3
 // needs are signed, and that the signature matches.
-void ExpectValidSigV4(const FakeRequest& req, std::string_view access_key,
-                      std::string_view secret, std::string_view region) {
+void ExpectValidSigV4(const FakeRequest& req, std::string_view access_key, std::string_view secret,
+                      std::string_view region) {
   auto header = [&](const std::string& name) {
     auto it = req.headers.find(name);
     return it == req.headers.end() ? std::string() : it->second;
@@ -283,8 +284,7 @@ void ExpectValidSigV4(const FakeRequest& req, std::string_view access_key,
   std::string scope = date + "/" + std::string(region) + "/s3/aws4_request";
   EXPECT_EQ(credential, std::string(access_key) + "/" + scope);
   for (const char* needed : {"host", "x-amz-content-sha256", "x-amz-date"}) {
-    EXPECT_NE((";" + signed_headers + ";").find(std::string(";") + needed + ";"),
-              std::string::npos)
+    EXPECT_NE((";" + signed_headers + ";").find(std::string(";") + needed + ";"), std::string::npos)
         << needed << " not signed: " << signed_headers;
   }
 
@@ -324,8 +324,8 @@ void ExpectValidSigV4(const FakeRequest& req, std::string_view access_key,
   key = HmacSha256(key, "s3");
   key = HmacSha256(key, "aws4_request");
   std::string expected = HmacSha256(key, to_sign);
-  EXPECT_EQ(signature, Hex(reinterpret_cast<const unsigned char*>(expected.data()),
-                           expected.size()));
+  EXPECT_EQ(signature,
+            Hex(reinterpret_cast<const unsigned char*>(expected.data()), expected.size()));
 }
 
 class S3FakeServerTest : public ::testing::Test {
@@ -490,11 +490,13 @@ TEST_F(S3FakeServerTest, SignsEveryRequestWithSigV4) {
   auto store = Make(o);
   server_.Enqueue({.status = 200});
   server_.Enqueue({.status = 200, .body = "v"});
-  server_.Enqueue({.status = 200, .body = "12345", .headers = {{"Last-Modified",
-                                                                "Thu, 29 Feb 2024 12:34:56 GMT"}}});
-  server_.Enqueue({.status = 204});
   server_.Enqueue({.status = 200,
-                   .body = "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>"});
+                   .body = "12345",
+                   .headers = {{"Last-Modified", "Thu, 29 Feb 2024 12:34:56 GMT"}}});
+  server_.Enqueue({.status = 204});
+  server_.Enqueue(
+      {.status = 200,
+       .body = "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>"});
   ASSERT_TRUE(store->Put("dir/a b+c", Bytes("body")).ok());
   ASSERT_TRUE(store->Get("dir/a b+c").ok());
   auto head = store->Head("dir/a b+c");
@@ -553,8 +555,9 @@ TEST_F(S3FakeServerTest, VirtualHostAddressingPutsTheBucketInTheHost) {
   o.connect_to = "127.0.0.1:" + std::to_string(server_.port());
   auto store = Make(o);
   ASSERT_TRUE(store->Put("k/x", Bytes("v")).ok());
-  server_.Enqueue({.status = 200,
-                   .body = "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>"});
+  server_.Enqueue(
+      {.status = 200,
+       .body = "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>"});
   ASSERT_TRUE(store->List("", "", 5).ok());
   auto reqs = server_.requests();
   ASSERT_EQ(reqs.size(), 2u);
@@ -585,7 +588,8 @@ TEST_F(S3FakeServerTest, ListFollowsContinuationTokensAndStripsThePrefix) {
   EXPECT_EQ(keys, (std::vector<std::string>{"a", "b"}));
   auto reqs = server_.requests();
   ASSERT_EQ(reqs.size(), 2u);
-  EXPECT_EQ(reqs[1].target, "/bkt?continuation-token=tok%201&list-type=2&max-keys=1000&prefix=pre%2F");
+  EXPECT_EQ(reqs[1].target,
+            "/bkt?continuation-token=tok%201&list-type=2&max-keys=1000&prefix=pre%2F");
 
   server_.Enqueue({.body = "<ListBucketResult><IsTruncated>false</IsTruncated>"
                            "<Contents><Key>elsewhere/c</Key><Size>2</Size></Contents>"
@@ -662,8 +666,9 @@ TEST_F(S3rverTest, PrefixesIsolateStoresInOneBucket) {
 TEST_F(S3rverTest, OpensFromAUrlWithEnvironmentCredentials) {
   ::setenv("AWS_ACCESS_KEY_ID", objtest::S3rverProcess::kAccessKey, 1);
   ::setenv("AWS_SECRET_ACCESS_KEY", objtest::S3rverProcess::kSecretKey, 1);
-  auto store = OpenObjectStore("s3://" + server_->bucket() + "/from-url?endpoint=" +
-                               server_->endpoint() + "&region=eu-central-1");
+  auto store =
+      OpenObjectStore("s3://" + server_->bucket() + "/from-url?endpoint=" + server_->endpoint() +
+                      "&region=eu-central-1");
   ::unsetenv("AWS_ACCESS_KEY_ID");
   ::unsetenv("AWS_SECRET_ACCESS_KEY");
   ASSERT_TRUE(store.ok()) << store.status().ToString();

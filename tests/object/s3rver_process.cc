@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <string_view>
 #include <filesystem>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -49,7 +49,8 @@ bool Answers(uint16_t port, const std::string& bucket) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   bool ok = false;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    std::string req = "HEAD /" + bucket + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    std::string req =
+        "HEAD /" + bucket + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
     if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
       char buf[16];
       ok = ::recv(fd, buf, sizeof(buf), 0) > 0;
@@ -71,9 +72,7 @@ std::string S3rverProcess::BinaryPath() {
   return GEOFS_S3RVER_BIN;
 }
 
-std::string S3rverProcess::endpoint() const {
-  return "http://127.0.0.1:" + std::to_string(port_);
-}
+std::string S3rverProcess::endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
 Result<std::unique_ptr<S3rverProcess>> S3rverProcess::Start(const std::string& bucket) {
   std::string binary = BinaryPath();
@@ -81,8 +80,7 @@ Result<std::unique_ptr<S3rverProcess>> S3rverProcess::Start(const std::string& b
     return Status::NotFound("s3rver not found at " + binary +
                             " (run scripts/s3rver.sh, or set GEOFS_S3RVER)");
   }
-  std::string data_dir =
-      (std::filesystem::temp_directory_path() / "geofs-s3rver-XXXXXX").string();
+  std::string data_dir = (std::filesystem::temp_directory_path() / "geofs-s3rver-XXXXXX").string();
   if (::mkdtemp(data_dir.data()) == nullptr) return Status::FromErrno(errno, "mkdtemp");
 
   Status last = Status::Unavailable("s3rver did not start");
@@ -90,9 +88,9 @@ Result<std::unique_ptr<S3rverProcess>> S3rverProcess::Start(const std::string& b
   for (int attempt = 0; attempt < 3; ++attempt) {
     GEOFS_ASSIGN_OR_RETURN(uint16_t port, PickFreePort());
     std::string port_str = std::to_string(port);
-    std::vector<std::string> args = {binary,      "-d", data_dir,   "-a",
-                                     "127.0.0.1", "-p", port_str,   "--silent",
-                                     "--configure-bucket", bucket};
+    std::vector<std::string> args = {
+        binary, "-d", data_dir, "-a", "127.0.0.1", "-p", port_str, "--silent", "--configure-bucket",
+        bucket};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -528,6 +529,56 @@ TEST_F(RpcServerTest, StopClosesConnectionsEvenWithCallsInFlight) {
   EXPECT_TRUE(client->WaitForClose());
   server_->Stop();  // idempotent
   EXPECT_FALSE(RpcClient::Connect("127.0.0.1", port_, 1s).ok());
+}
+
+// Keeps every Responder it is given, to be called whenever the test likes.
+class StashingProgram : public Program {
+ public:
+  uint32_t program() const override { return 400100; }
+  uint32_t min_version() const override { return 1; }
+  uint32_t max_version() const override { return 1; }
+  void Dispatch(const CallContext&, std::span<const uint8_t>, Responder respond) override {
+    std::lock_guard lock(mu);
+    stashed.push_back(std::move(respond));
+  }
+  std::mutex mu;
+  std::vector<Responder> stashed;
+};
+
+TEST(RpcServerLifetimeTest, RespondersMayOutliveTheServer) {
+  auto program = std::make_shared<StashingProgram>();
+  RpcServerOptions options;
+  options.listen_address = "127.0.0.1";
+  auto server = std::make_unique<RpcServer>(options);
+  ASSERT_TRUE(server->Register(program).ok());
+  ASSERT_TRUE(server->Start().ok());
+  auto client = RpcClient::Connect("127.0.0.1", server->bound_ports()[0], 5s);
+  ASSERT_TRUE(client.ok());
+  for (uint32_t xid = 1; xid <= 2; ++xid) {
+    RpcCallSpec c;
+    c.xid = xid;
+    c.program = 400100;
+    c.version = 1;
+    ASSERT_TRUE((*client)->Send(c).ok());
+  }
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::lock_guard lock(program->mu);
+      if (program->stashed.size() == 2) break;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  std::lock_guard lock(program->mu);
+  ASSERT_EQ(program->stashed.size(), 2u);
+  program->stashed[0](Reply());  // answered while the server runs
+  auto reply = (*client)->ReadReply();
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->xid, 1u);
+
+  server.reset();
+  program->stashed[1](Reply());  // after the server is gone: discarded
+  program->stashed.clear();
+  EXPECT_TRUE((*client)->WaitForClose());
 }
 
 }  // namespace
