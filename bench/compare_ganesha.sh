@@ -145,11 +145,13 @@ wait_for_port() {  # pid port seconds: true once 127.0.0.1:port accepts
   return 1
 }
 
-cpu_ticks() {  # utime + stime of a process, in clock ticks
+server_counters() {  # pid -> "CPU-ticks minor-faults context-switches", process-wide
   local stat
   stat=$(cat "/proc/$1/stat")
-  stat=${stat##*) }
-  awk '{print $12 + $13}' <<<"$stat"
+  stat=${stat##*) }  # drop "pid (comm) ": comm may contain spaces
+  awk '{printf "%d %d ", $12 + $13, $8}' <<<"$stat"
+  cat /proc/"$1"/task/*/status 2>/dev/null |
+    awk '/^(non)?voluntary_ctxt_switches/ {n += $2} END {print n + 0}'
 }
 
 # ---- (d) rpcbind + NFS-Ganesha ----------------------------------------------------
@@ -238,9 +240,9 @@ fi
 # ---- (f) runs ---------------------------------------------------------------------
 LOAD_ARGS=(--connections "$CONNECTIONS" --qd "$QD" "${SPEC[@]}")
 run_load() {  # server workload seconds json [warmup]
-  local server=$1 workload=$2 seconds=$3 json=$4 warmup=${5:-} before after
+  local server=$1 workload=$2 seconds=$3 json=$4 warmup=${5:-} before after cpu faults switches
   rm -f "$json"
-  before=$(cpu_ticks "${PID[$server]}")
+  before=$(server_counters "${PID[$server]}")
   if ! "$LOAD" --url "${URL[$server]}" --workload "$workload" --duration "$seconds" \
       --label "$server" --json "$json" "${LOAD_ARGS[@]}" >"$json.txt" 2>&1; then
     # A warm-up may be too short for one slow op to finish; errors still count.
@@ -249,10 +251,14 @@ run_load() {  # server workload seconds json [warmup]
       die "$workload against $server failed (logs in $OUT_DIR)"
     fi
   fi
-  after=$(cpu_ticks "${PID[$server]}")
-  # Server CPU seconds during the run, stored beside the client's figures.
-  jq --argjson cpu "$(awk -v a="$after" -v b="$before" -v hz="$(getconf CLK_TCK)" \
-      'BEGIN {print (a - b) / hz}')" '. + {server_cpu_seconds: $cpu}' "$json" >"$json.tmp"
+  after=$(server_counters "${PID[$server]}")
+  # What the server spent during the run, stored beside the client's figures.
+  read -r cpu faults switches < <(awk -v hz="$(getconf CLK_TCK)" -v b="$before" -v a="$after" \
+    'BEGIN {split(b, x, " "); split(a, y, " ");
+            print (y[1] - x[1]) / hz, y[2] - x[2], y[3] - x[3]}')
+  jq --argjson cpu "$cpu" --argjson faults "$faults" --argjson switches "$switches" \
+    '. + {server_cpu_seconds: $cpu, server_minor_faults: $faults, server_context_switches: $switches}' \
+    "$json" >"$json.tmp"
   mv "$json.tmp" "$json"
 }
 
@@ -314,10 +320,10 @@ median_json() {  # workload server -> path of the median round's JSON
 
 {
   echo
-  echo "Per-call p99 (ms) and server CPU per op (us), median rounds:"
+  echo "Server cost per op and per-call p99 (ms), median rounds:"
   for w in $WORKLOADS; do
     for s in "${SERVERS[@]}"; do
-      jq -r '"  \(.workload) \(.label): server CPU \(.server_cpu_seconds / .seconds * 100 | floor)% = \((.server_cpu_seconds * 1e6 / .ops) | floor) us/op; client CPU \(.client_cpu_seconds / .seconds * 100 | floor)%; calls: " +
+      jq -r '"  \(.workload) \(.label): server CPU \(.server_cpu_seconds / .seconds * 100 | floor)% = \((.server_cpu_seconds * 1e6 / .ops) | floor) us/op, \(.server_minor_faults / .ops | floor) faults/op, \(.server_context_switches / .ops * 10 | floor / 10) switches/op; client CPU \(.client_cpu_seconds / .seconds * 100 | floor)%; calls: " +
         ([.calls | to_entries[] | "\(.key) p99 \((.value.p99_us | round) / 1000)"] | join(", "))' \
         "$(median_json "$w" "$s")"
     done

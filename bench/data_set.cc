@@ -85,8 +85,8 @@ Status RemoveAll(const fs::path& path) {
 std::string DataSetSpec::Fingerprint() const {
   std::ostringstream out;
   out << "v1 big=" << big_file_bytes << " files=" << dataset_files << " per_dir=" << files_per_dir
-      << " min=" << min_file_bytes << " max=" << max_file_bytes
-      << " listing=" << listing_entries << " seed=" << seed;
+      << " min=" << min_file_bytes << " max=" << max_file_bytes << " listing=" << listing_entries
+      << " seed=" << seed;
   return out.str();
 }
 
@@ -130,9 +130,8 @@ Status PrepareDataSet(const std::string& root_dir, const DataSetSpec& spec, bool
   std::vector<uint64_t> buf(kWriteChunk / sizeof(uint64_t));
   GEOFS_RETURN_IF_ERROR(WriteFile(root / kBigFileName, spec.big_file_bytes, spec.seed, buf));
 
-  constexpr auto kDirPerms = fs::perms::owner_all | fs::perms::group_read |
-                             fs::perms::group_exec | fs::perms::others_read |
-                             fs::perms::others_exec;
+  constexpr auto kDirPerms = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                             fs::perms::others_read | fs::perms::others_exec;
   const fs::path dataset = root / kDataSetDirName;
   for (uint32_t d = 0; d < DataSetDirCount(spec); ++d) {
     GEOFS_RETURN_IF_ERROR(MakeDir(dataset / DataSetDirName(d), kDirPerms));

@@ -28,9 +28,9 @@ class LatencyHistogram {
   uint64_t Percentile(double q) const;
 
  private:
-  static constexpr int kSubBucketBits = 6;                     // 64 buckets per octave
-  static constexpr int kLinearLimit = 2 << kSubBucketBits;     // 128: exact below this
-  static constexpr int kOctaves = 37 - (kSubBucketBits + 1);   // octaves up to 2^37
+  static constexpr int kSubBucketBits = 6;                    // 64 buckets per octave
+  static constexpr int kLinearLimit = 2 << kSubBucketBits;    // 128: exact below this
+  static constexpr int kOctaves = 37 - (kSubBucketBits + 1);  // octaves up to 2^37
   static constexpr int kBuckets = kLinearLimit + kOctaves * (1 << kSubBucketBits);
 
   static int BucketOf(uint64_t ns);

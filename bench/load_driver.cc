@@ -17,9 +17,9 @@ uint64_t Nanos(SteadyClock::duration d) {
 
 const char* Nfs3ProcName(int proc) {
   static constexpr std::array<const char*, kNfs3ProcCount> kNames = {
-      "NULL",   "GETATTR", "SETATTR", "LOOKUP",  "ACCESS",      "READLINK", "READ",  "WRITE",
-      "CREATE", "MKDIR",   "SYMLINK", "MKNOD",   "REMOVE",      "RMDIR",    "RENAME", "LINK",
-      "READDIR", "READDIRPLUS", "FSSTAT", "FSINFO", "PATHCONF", "COMMIT"};
+      "NULL",    "GETATTR",     "SETATTR", "LOOKUP", "ACCESS",   "READLINK", "READ",   "WRITE",
+      "CREATE",  "MKDIR",       "SYMLINK", "MKNOD",  "REMOVE",   "RMDIR",    "RENAME", "LINK",
+      "READDIR", "READDIRPLUS", "FSSTAT",  "FSINFO", "PATHCONF", "COMMIT"};
   return proc >= 0 && proc < kNfs3ProcCount ? kNames[proc] : "?";
 }
 
@@ -206,8 +206,7 @@ void Worker::StartOp(Op& op) {
   load_->Start(op);
 }
 
-void Worker::CompleteOp(Op& op, bool ok, uint64_t bytes, uint64_t items,
-                        const std::string& error) {
+void Worker::CompleteOp(Op& op, bool ok, uint64_t bytes, uint64_t items, const std::string& error) {
   if (!op.busy_) return;
   op.busy_ = false;
   --busy_;

@@ -127,8 +127,8 @@ class ConnectionLoad {
 // Run() returns.
 class Worker {
  public:
-  Worker(std::unique_ptr<RpcConnection> conn, std::unique_ptr<ConnectionLoad> load,
-         int queue_depth, RunControl* control);
+  Worker(std::unique_ptr<RpcConnection> conn, std::unique_ptr<ConnectionLoad> load, int queue_depth,
+         RunControl* control);
   ~Worker();
 
   void Run();

@@ -49,15 +49,15 @@ Result<LoadResult> RunLoad(const LoadConfig& config) {
 
   std::vector<std::unique_ptr<RpcConnection>> conns;
   for (int i = 0; i < config.connections; ++i) {
-    GEOFS_ASSIGN_OR_RETURN(auto conn, RpcConnection::Connect(url, url.nfs_port, NFS_PROGRAM,
-                                                             NFS_V3, kConnectTimeout));
+    GEOFS_ASSIGN_OR_RETURN(
+        auto conn, RpcConnection::Connect(url, url.nfs_port, NFS_PROGRAM, NFS_V3, kConnectTimeout));
     conns.push_back(std::move(conn));
   }
 
   const auto start = SteadyClock::now();
   const auto measure_start = start + Seconds(config.warmup_s);
-  const auto deadline = config.ops ? SteadyClock::time_point::max()
-                                   : measure_start + Seconds(config.duration_s);
+  const auto deadline =
+      config.ops ? SteadyClock::time_point::max() : measure_start + Seconds(config.duration_s);
   RunControl control(measure_start, deadline, config.ops);
   std::vector<std::unique_ptr<Worker>> workers;
   for (int i = 0; i < config.connections; ++i) {

@@ -16,9 +16,9 @@ struct LoadConfig {
   std::string url;       // see nfs_url.h
   std::string workload;  // one of WorkloadNames()
   int connections = 4;
-  int queue_depth = 8;   // ops in flight per connection
+  int queue_depth = 8;  // ops in flight per connection
   double duration_s = 10;
-  double warmup_s = 0;   // unmeasured time before duration_s; only without `ops`
+  double warmup_s = 0;  // unmeasured time before duration_s; only without `ops`
   // Run exactly this many ops (all measured) instead of for duration_s.
   std::optional<uint64_t> ops;
   WorkloadOptions load;  // load.connections is taken from `connections`

@@ -77,9 +77,9 @@ class NfsLoadSmokeTest : public ::testing::Test {
 testing::Daemon* NfsLoadSmokeTest::daemon_ = nullptr;
 
 TEST_F(NfsLoadSmokeTest, SequentialAndRandomReadsReadFullBlocks) {
-  for (const auto& [workload, block] :
-       {std::pair<std::string, uint64_t>{"seq", 1 << 20}, {"rand4k", 4 << 10},
-        {"rand128k", 128 << 10}}) {
+  for (const auto& [workload, block] : {std::pair<std::string, uint64_t>{"seq", 1 << 20},
+                                        {"rand4k", 4 << 10},
+                                        {"rand128k", 128 << 10}}) {
     const LoadResult r = RunOk(Config(workload, 100));
     EXPECT_EQ(r.stats.bytes, 100 * block) << workload;
     EXPECT_EQ(r.stats.call_latency[NFS3_READ].count(), 100u) << workload;

@@ -27,14 +27,14 @@ TEST(NfsUrlTest, RootExportAndDefaultCredentials) {
 
 TEST(NfsUrlTest, RejectsWhatItCannotHonour) {
   for (const char* bad : {
-           "http://127.0.0.1/?nfsport=1&mountport=2",        // scheme
-           "nfs://127.0.0.1?nfsport=1&mountport=2",          // no export path
-           "nfs:///x?nfsport=1&mountport=2",                 // no host
-           "nfs://127.0.0.1:2049/x?nfsport=1&mountport=2",   // port in authority
-           "nfs://127.0.0.1/x?nfsport=1",                    // no mount port
-           "nfs://127.0.0.1/x?mountport=1",                  // no nfs port
-           "nfs://127.0.0.1/x?nfsport=70000&mountport=1",    // out of range
-           "nfs://127.0.0.1/x?nfsport=12ab&mountport=1",     // not a number
+           "http://127.0.0.1/?nfsport=1&mountport=2",       // scheme
+           "nfs://127.0.0.1?nfsport=1&mountport=2",         // no export path
+           "nfs:///x?nfsport=1&mountport=2",                // no host
+           "nfs://127.0.0.1:2049/x?nfsport=1&mountport=2",  // port in authority
+           "nfs://127.0.0.1/x?nfsport=1",                   // no mount port
+           "nfs://127.0.0.1/x?mountport=1",                 // no nfs port
+           "nfs://127.0.0.1/x?nfsport=70000&mountport=1",   // out of range
+           "nfs://127.0.0.1/x?nfsport=12ab&mountport=1",    // not a number
            "nfs://127.0.0.1/x?version=4&nfsport=1&mountport=1",
            "nfs://127.0.0.1/x?nfsport=1&mountport=1&bogus=1",
            "nfs://127.0.0.1/x?nfsport=1&mountport=1&uid",

@@ -161,8 +161,8 @@ class DataSetLoad : public ConnectionLoad {
   enum Step { kLookup, kGetAttr, kRead };
 
   void ReadNext(Op& op) {
-    op.Read(op.fh, op.offset, static_cast<uint32_t>(std::min<uint64_t>(op.size - op.offset,
-                                                                       read_size_)));
+    op.Read(op.fh, op.offset,
+            static_cast<uint32_t>(std::min<uint64_t>(op.size - op.offset, read_size_)));
   }
 
   DataSetState* const state_;
@@ -334,8 +334,8 @@ class ListingWorkload : public Workload {
 }  // namespace
 
 const std::vector<std::string>& WorkloadNames() {
-  static const std::vector<std::string> kNames = {"seq",  "rand4k", "rand128k",
-                                                  "dataset", "meta", "readdirplus"};
+  static const std::vector<std::string> kNames = {"seq",     "rand4k", "rand128k",
+                                                  "dataset", "meta",   "readdirplus"};
   return kNames;
 }
 

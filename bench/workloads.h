@@ -22,7 +22,7 @@ namespace geofs::bench {
 struct WorkloadOptions {
   DataSetSpec data;  // must describe what PrepareDataSet() laid out
   int connections = 4;
-  uint64_t seed = 1;                  // random offsets and the data set order
+  uint64_t seed = 1;                     // random offsets and the data set order
   uint32_t dataset_read_size = 1 << 20;  // READ size for dataset files
   // READDIRPLUS maxcount; dircount is maxcount / 8, as the Linux client sends.
   uint32_t readdir_maxcount = 64 << 10;

@@ -118,7 +118,8 @@ Status FromGrpcStatus(const grpc::Status& status, const grpc::ClientContext* ctx
   // The server's message already starts with the code's name; keep it whole
   // rather than prefixing the name twice.
   std::string_view name = StatusCodeName(code);
-  std::string_view message = status.error_message();
+  const std::string full = status.error_message();  // returned by value
+  std::string_view message = full;
   if (message.substr(0, name.size()) == name && message.substr(name.size(), 2) == ": ") {
     message.remove_prefix(name.size() + 2);
   } else if (message == name) {

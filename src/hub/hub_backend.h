@@ -85,7 +85,8 @@ class HubBackend : public vfs::Backend {
   HubBackend(const HubBackend&) = delete;
   HubBackend& operator=(const HubBackend&) = delete;
 
-  // Flushes every file's buffered data; the first error, after trying all.
+  // Flushes every file's buffered data (dropping that of removed files);
+  // the first error, after trying all.
   Status FlushAll();
 
   // Bytes written and not yet flushed, over all files.

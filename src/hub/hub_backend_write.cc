@@ -102,7 +102,11 @@ void HubBackend::Commit(const vfs::Credentials&, const vfs::Handle& h, uint64_t,
   // The whole file is flushed whatever the range: ranges would save little
   // and complicate the bookkeeping.
   auto before = ns_->GetAttr(h);
-  if (!before.ok()) return cb(before.status());
+  if (!before.ok()) {
+    // A removed file's buffered bytes have nowhere to go: the flush drops them.
+    if (before.status() == StatusCode::kStale) (void)FlushIfDirty(h);
+    return cb(before.status());
+  }
   vfs::Wcc wcc;
   wcc.before = vfs::ToWcc(Patched(*before));
   if (Status s = FlushIfDirty(h); !s.ok()) return cb(s);
@@ -127,7 +131,8 @@ Status HubBackend::FlushAll() {
   Status first;
   for (const auto& state : states) {
     Status s = Flush(state, FlushMode::kAll);
-    if (!s.ok() && first.ok()) first = s;
+    // kStale: the file was removed; its bytes were dropped, as they must be.
+    if (!s.ok() && s.code() != StatusCode::kStale && first.ok()) first = s;
   }
   return first;
 }

@@ -110,7 +110,16 @@ Result<std::unique_ptr<RocksKvStore>> RocksKvStore::Open(const std::string& dir,
                                                          const RocksKvStoreOptions& options) {
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  // Partitioned index and filters, with only their small top level pinned:
+  // a point read then loads one 4 KiB partition of a file's filter, not the
+  // whole filter (megabytes for a big file), which an unpartitioned filter
+  // evicted from the cache would cost on every read.
+  table.index_type = rocksdb::BlockBasedTableOptions::IndexType::kTwoLevelIndexSearch;
+  table.partition_filters = true;
+  table.metadata_block_size = 4096;
   table.cache_index_and_filter_blocks = true;
+  table.cache_index_and_filter_blocks_with_high_priority = true;
+  table.pin_top_level_index_and_filter = true;
   table.pin_l0_filter_and_index_blocks_in_cache = true;
   if (options.bloom_bits_per_key > 0) {
     table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(options.bloom_bits_per_key));

@@ -9,6 +9,9 @@
 //  - Bloom filters on whole keys (10 bits/key): most namespace reads are
 //    point lookups of keys that may be absent (LOOKUP of a missing name,
 //    refcount of a new chunk), which the filter answers without a read.
+//    Filters and indexes are partitioned and live in the block cache with
+//    their top level pinned, so memory stays bounded by the cache and a
+//    read loads one small partition, however large the database grows.
 //  - No prefix extractor: every scan is bounded above (iterate_upper_bound),
 //    and it lands inside a populated range (a directory's entries, a file's
 //    extents); a prefix extractor would only speed up seeks into empty

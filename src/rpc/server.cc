@@ -101,17 +101,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
     home_.connections.erase(this);  // the caller's handler still holds a reference
   }
 
-  // Called from any thread, exactly once per dispatched record.
+  // Called from any thread, exactly once per dispatched record. Replies
+  // finished on other threads gather in an outbox; only the first one into an
+  // empty outbox wakes the network thread, which then takes them all.
   void DeliverReply(std::optional<OutgoingReply> reply) {
     if (inbox_->ctx->get_executor().running_in_this_thread()) {
       OnReply(std::move(reply));
       return;
     }
+    {
+      std::lock_guard lock(outbox_mu_);
+      outbox_.push_back(std::move(reply));
+      if (outbox_.size() > 1) return;  // a flush is already on its way
+    }
     std::shared_lock lock(inbox_->mu);
     if (!inbox_->open) return;
-    asio::post(*inbox_->ctx, [self = shared_from_this(), reply = std::move(reply)]() mutable {
-      self->OnReply(std::move(reply));
-    });
+    asio::post(*inbox_->ctx, [self = shared_from_this()] { self->FlushOutbox(); });
   }
 
  private:
@@ -175,6 +180,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     last_activity_ = std::chrono::steady_clock::now();
     reader_.Commit(n);
     Pump();
+  }
+
+  void FlushOutbox() {
+    {
+      std::lock_guard lock(outbox_mu_);
+      std::swap(outbox_, flushing_);
+    }
+    for (std::optional<OutgoingReply>& reply : flushing_) OnReply(std::move(reply));
+    flushing_.clear();
   }
 
   void OnReply(std::optional<OutgoingReply> reply) {
@@ -264,6 +278,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closed_ = false;
   size_t in_flight_ = 0;
   SteadyTime last_activity_;
+
+  std::mutex outbox_mu_;
+  std::vector<std::optional<OutgoingReply>> outbox_;  // GUARDED_BY(outbox_mu_)
+  std::vector<std::optional<OutgoingReply>> flushing_;
 
   std::vector<OutgoingReply> queued_;    // replies waiting for the next write
   std::vector<OutgoingReply> in_write_;  // replies the current write is sending

@@ -257,7 +257,9 @@ TEST_F(HubServiceTest, NamespaceOperations) {
     for (const auto& e : page.entries()) {
       names.push_back(e.name());
       readdir.set_cookie(e.cookie());
-      if (e.name() == "b.txt") EXPECT_EQ(e.entry().ref().ino(), file.ref().ino());
+      if (e.name() == "b.txt") {
+        EXPECT_EQ(e.entry().ref().ino(), file.ref().ino());
+      }
     }
     readdir.set_verifier(page.verifier());
     if (page.eof()) break;
@@ -364,7 +366,9 @@ TEST_F(HubServiceTest, ChunksCommitsAndReads) {
     ASSERT_TRUE(reader->Read(&chunk));
     EXPECT_EQ(chunk.compression(), zstd ? v1::ZSTD : v1::NONE);
     EXPECT_EQ(chunk.raw_length(), text.size());
-    if (zstd) EXPECT_LT(chunk.data().size(), 10000u);
+    if (zstd) {
+      EXPECT_LT(chunk.data().size(), 10000u);
+    }
     auto raw = chunk::DecodeChunk(Buffer::CopyOf(chunk.data()), text_id);
     ASSERT_TRUE(raw.ok());
     EXPECT_EQ(raw->view(), text);

@@ -50,15 +50,19 @@ class S3Factory {
   static constexpr bool kListsInByteOrder = false;
 
   std::unique_ptr<ObjectStore> Make() {
-    static auto* server = [] {
+    // Destroyed at exit, which stops the server and removes its data.
+    static std::unique_ptr<objtest::S3rverProcess> server = [] {
       auto started = objtest::S3rverProcess::Start("conformance");
       if (!started.ok()) {
         ADD_FAILURE() << "cannot start s3rver: " << started.status().ToString();
-        return static_cast<objtest::S3rverProcess*>(nullptr);
+        return std::unique_ptr<objtest::S3rverProcess>();
       }
-      return std::move(started).value().release();
+      return std::move(started).value();
     }();
-    if (server == nullptr) return nullptr;
+    if (server == nullptr) {
+      ADD_FAILURE() << "s3rver is not running (see the first failure)";
+      return nullptr;
+    }
     S3Options options;
     options.bucket = server->bucket();
     options.endpoint = server->endpoint();

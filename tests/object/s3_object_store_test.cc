@@ -603,16 +603,22 @@ TEST_F(S3FakeServerTest, ListFollowsContinuationTokensAndStripsThePrefix) {
 
 class S3rverTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    auto started = objtest::S3rverProcess::Start("geofs-test");
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
-    server_ = std::move(started).value().release();
+  // One s3rver for the process, started by the first test that needs it. A
+  // failure to start fails each test (a failing SetUpTestSuite would only
+  // mark them skipped).
+  void SetUp() override {
+    // Destroyed at exit, which stops the server and removes its data.
+    static std::unique_ptr<objtest::S3rverProcess> shared = [] {
+      auto started = objtest::S3rverProcess::Start("geofs-test");
+      if (!started.ok()) {
+        start_error_ = started.status().ToString();
+        return std::unique_ptr<objtest::S3rverProcess>();
+      }
+      return std::move(started).value();
+    }();
+    server_ = shared.get();
+    ASSERT_NE(server_, nullptr) << "cannot start s3rver: " << start_error_;
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(server_, nullptr); }
 
   S3Options Options(std::string prefix) {
     S3Options o;
@@ -625,7 +631,8 @@ class S3rverTest : public ::testing::Test {
     return o;
   }
 
-  static inline objtest::S3rverProcess* server_ = nullptr;
+  static inline std::string start_error_;
+  objtest::S3rverProcess* server_ = nullptr;
 };
 
 TEST_F(S3rverTest, VirtualHostAndPathStyleReachTheSameObjects) {

@@ -40,13 +40,9 @@ std::string DescribeWaitStatus(int status) {
   return "wait status " + std::to_string(status);
 }
 
-}  // namespace
-
-std::string SpokedPath() {
-  const char* env = std::getenv("GEOFS_SPOKED");
-  return env != nullptr && *env != '\0' ? env : GEOFS_SPOKED_PATH;
-}
-
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read
+// back, closed). Another process may take it before the daemon binds it;
+// tests accept that small race rather than coordinate.
 Result<uint16_t> PickFreePort() {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::FromErrno(errno, "socket");
@@ -62,6 +58,7 @@ Result<uint16_t> PickFreePort() {
   return static_cast<uint16_t>(ntohs(addr.sin_port));
 }
 
+// True if a TCP connection to 127.0.0.1:port is accepted.
 bool PortAcceptsConnections(uint16_t port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
@@ -69,6 +66,13 @@ bool PortAcceptsConnections(uint16_t port) {
   bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   close(fd);
   return ok;
+}
+
+}  // namespace
+
+std::string SpokedPath() {
+  const char* env = std::getenv("GEOFS_SPOKED");
+  return env != nullptr && *env != '\0' ? env : GEOFS_SPOKED_PATH;
 }
 
 Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options) {

@@ -14,14 +14,6 @@
 
 namespace geofs::testing {
 
-// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read
-// back, closed). Another process may take it before it is used; tests accept
-// that small race rather than coordinate.
-Result<uint16_t> PickFreePort();
-
-// True if a TCP connection to 127.0.0.1:port is accepted.
-bool PortAcceptsConnections(uint16_t port);
-
 struct DaemonOptions {
   // Path of the geofs-spoked binary; empty means SpokedPath().
   std::string binary;

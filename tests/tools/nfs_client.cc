@@ -12,6 +12,8 @@ Result<std::unique_ptr<NfsClient>> NfsClient::Mount(const std::string& url) {
   std::unique_ptr<NfsClient> client(new NfsClient(nfs));
   // Every listing must reach the server: these clients test the server.
   nfs_set_dircache(nfs, 0);
+  // A server that stops answering fails the test instead of hanging it.
+  nfs_set_timeout(nfs, 60000);
   nfs_url* parsed = nfs_parse_url_dir(nfs, url.c_str());
   if (parsed == nullptr) return Status::InvalidArgument(url + ": " + client->Error());
   int rc = nfs_mount(nfs, parsed->server, parsed->path);

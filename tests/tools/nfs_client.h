@@ -46,12 +46,11 @@ class NfsClient {
   // lstat(path).
   Result<nfs_stat_64> Stat(const std::string& path);
 
+ private:
+  explicit NfsClient(nfs_context* nfs) : nfs_(nfs) {}
   // OK for rc >= 0; otherwise the errno libnfs returned (-rc) with the
   // context's error text.
   Status Check(int rc, std::string_view what) const;
-
- private:
-  explicit NfsClient(nfs_context* nfs) : nfs_(nfs) {}
 
   nfs_context* nfs_;
 };

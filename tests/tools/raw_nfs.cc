@@ -141,11 +141,8 @@ Result<RawNfs::MountReply> RawNfs::Mnt(const RawOptions& options) {
         auto* res = static_cast<mountres3*>(data);
         reply.status = res->fhs_status;
         if (res->fhs_status != MNT3_OK) return;
-        const mountres3_ok& ok = res->mountres3_u.mountinfo;
-        reply.root.assign(ok.fhandle.fhandle3_val, ok.fhandle.fhandle3_len);
-        reply.auth_flavors.assign(
-            ok.auth_flavors.auth_flavors_val,
-            ok.auth_flavors.auth_flavors_val + ok.auth_flavors.auth_flavors_len);
+        const fhandle3& fh = res->mountres3_u.mountinfo.fhandle;
+        reply.root.assign(fh.fhandle3_val, fh.fhandle3_len);
       });
   rpc_destroy_context(rpc);
   if (!s.ok()) return s;

@@ -55,7 +55,6 @@ class RawNfs {
   struct MountReply {
     mountstat3 status = MNT3_OK;
     FileHandle root;  // set iff status == MNT3_OK
-    std::vector<int> auth_flavors;
   };
   // Only MOUNT v3 MNT of options.export_path, on a connection of its own.
   static Result<MountReply> Mnt(const RawOptions& options);
@@ -71,7 +70,6 @@ class RawNfs {
   RawNfs& operator=(const RawNfs&) = delete;
 
   const FileHandle& root() const { return root_; }
-  rpc_context* rpc() const { return rpc_; }
 
   // Issues one call and waits for its reply. `start(rpc, cb, private_data)`
   // queues it (a libnfs rpc_*_async function); `on_reply` sees the decoded
