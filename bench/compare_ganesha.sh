@@ -145,13 +145,11 @@ wait_for_port() {  # pid port seconds: true once 127.0.0.1:port accepts
   return 1
 }
 
-server_counters() {  # pid -> "CPU-ticks minor-faults context-switches", process-wide
+server_counters() {  # pid -> "CPU-ticks minor-faults", whole process (dead threads included)
   local stat
   stat=$(cat "/proc/$1/stat")
   stat=${stat##*) }  # drop "pid (comm) ": comm may contain spaces
-  awk '{printf "%d %d ", $12 + $13, $8}' <<<"$stat"
-  cat /proc/"$1"/task/*/status 2>/dev/null |
-    awk '/^(non)?voluntary_ctxt_switches/ {n += $2} END {print n + 0}'
+  awk '{print $12 + $13, $8}' <<<"$stat"
 }
 
 # ---- (d) rpcbind + NFS-Ganesha ----------------------------------------------------
@@ -240,7 +238,7 @@ fi
 # ---- (f) runs ---------------------------------------------------------------------
 LOAD_ARGS=(--connections "$CONNECTIONS" --qd "$QD" "${SPEC[@]}")
 run_load() {  # server workload seconds json [warmup]
-  local server=$1 workload=$2 seconds=$3 json=$4 warmup=${5:-} before after cpu faults switches
+  local server=$1 workload=$2 seconds=$3 json=$4 warmup=${5:-} before after cpu faults
   rm -f "$json"
   before=$(server_counters "${PID[$server]}")
   if ! "$LOAD" --url "${URL[$server]}" --workload "$workload" --duration "$seconds" \
@@ -253,12 +251,10 @@ run_load() {  # server workload seconds json [warmup]
   fi
   after=$(server_counters "${PID[$server]}")
   # What the server spent during the run, stored beside the client's figures.
-  read -r cpu faults switches < <(awk -v hz="$(getconf CLK_TCK)" -v b="$before" -v a="$after" \
-    'BEGIN {split(b, x, " "); split(a, y, " ");
-            print (y[1] - x[1]) / hz, y[2] - x[2], y[3] - x[3]}')
-  jq --argjson cpu "$cpu" --argjson faults "$faults" --argjson switches "$switches" \
-    '. + {server_cpu_seconds: $cpu, server_minor_faults: $faults, server_context_switches: $switches}' \
-    "$json" >"$json.tmp"
+  read -r cpu faults < <(awk -v hz="$(getconf CLK_TCK)" -v b="$before" -v a="$after" \
+    'BEGIN {split(b, x, " "); split(a, y, " "); print (y[1] - x[1]) / hz, y[2] - x[2]}')
+  jq --argjson cpu "$cpu" --argjson faults "$faults" \
+    '. + {server_cpu_seconds: $cpu, server_minor_faults: $faults}' "$json" >"$json.tmp"
   mv "$json.tmp" "$json"
 }
 
@@ -323,7 +319,7 @@ median_json() {  # workload server -> path of the median round's JSON
   echo "Server cost per op and per-call p99 (ms), median rounds:"
   for w in $WORKLOADS; do
     for s in "${SERVERS[@]}"; do
-      jq -r '"  \(.workload) \(.label): server CPU \(.server_cpu_seconds / .seconds * 100 | floor)% = \((.server_cpu_seconds * 1e6 / .ops) | floor) us/op, \(.server_minor_faults / .ops | floor) faults/op, \(.server_context_switches / .ops * 10 | floor / 10) switches/op; client CPU \(.client_cpu_seconds / .seconds * 100 | floor)%; calls: " +
+      jq -r '"  \(.workload) \(.label): server CPU \(.server_cpu_seconds / .seconds * 100 | floor)% = \((.server_cpu_seconds * 1e6 / .ops) | floor) us/op, \(.server_minor_faults / .ops | floor) page faults/op; client CPU \(.client_cpu_seconds / .seconds * 100 | floor)%; calls: " +
         ([.calls | to_entries[] | "\(.key) p99 \((.value.p99_us | round) / 1000)"] | join(", "))' \
         "$(median_json "$w" "$s")"
     done

@@ -1,15 +1,18 @@
 #include "rpc/server.h"
 
-// <utility> before Asio: Boost 1.74 with g++ 12 otherwise misses std::exchange.
-#include <atomic>
+// Boost 1.74 Asio on g++ 12 misses std::exchange unless <utility> comes first.
+// clang-format off
+#include <utility>
 #include <boost/asio.hpp>
+// clang-format on
+
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <span>
 #include <thread>
 #include <unordered_map>
-#include <utility>
 
 #include "common/logging.h"
 #include "rpc/dispatcher.h"

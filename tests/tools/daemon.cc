@@ -91,9 +91,6 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options) {
       return Status::FromErrno(errno, dir);
     }
   }
-  // mkdtemp made the base 0700; other users need to reach the export only
-  // through NFS, but keep the tree traversable for tests that inspect it.
-  chmod(d->base_dir_.c_str(), 0755);
 
   GEOFS_ASSIGN_OR_RETURN(d->nfs_port_, PickFreePort());
   if (d->options_.shared_port) {
@@ -152,6 +149,8 @@ Status Daemon::Start() {
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  // Earlier runs' lines stay in the log; only this run's count.
+  const size_t log_start = Log().size();
   int log_fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return Status::FromErrno(errno, log_path_);
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -177,12 +176,12 @@ Status Daemon::Start() {
   close(null_fd);
   if (pid < 0) return Status::FromErrno(fork_errno, "fork");
   pid_ = pid;
-  Status serving = WaitUntilServing();
+  Status serving = WaitUntilServing(log_start);
   if (!serving.ok()) Kill();
   return serving;
 }
 
-Status Daemon::WaitUntilServing() {
+Status Daemon::WaitUntilServing(size_t log_start) {
   auto deadline = Clock::now() + options_.timeout;
   while (true) {
     std::string how;
@@ -191,7 +190,7 @@ Status Daemon::WaitUntilServing() {
     }
     bool all_accept = true;
     for (uint16_t port : Ports()) all_accept = all_accept && PortAcceptsConnections(port);
-    if (all_accept && Log().find("listening") != std::string::npos) return Status::Ok();
+    if (all_accept && Log().find("listening", log_start) != std::string::npos) return Status::Ok();
     if (Clock::now() > deadline) {
       return Status(StatusCode::kDeadlineExceeded,
                     "geofs-spoked did not accept connections on its ports within " +

@@ -60,7 +60,6 @@ class Daemon {
   void set_extra_args(std::vector<std::string> args) { options_.extra_args = std::move(args); }
 
   bool running() const { return pid_ > 0; }
-  pid_t pid() const { return pid_; }
   uint16_t nfs_port() const { return nfs_port_; }
   uint16_t mount_port() const { return mount_port_; }
   // 0 unless DaemonOptions::portmap.
@@ -82,7 +81,9 @@ class Daemon {
 
  private:
   explicit Daemon(DaemonOptions options) : options_(std::move(options)) {}
-  Status WaitUntilServing();
+  // Waits for the ports to accept and for "listening" in the log after byte
+  // `log_start`.
+  Status WaitUntilServing(size_t log_start);
   std::vector<uint16_t> Ports() const;
 
   DaemonOptions options_;
@@ -96,7 +97,8 @@ class Daemon {
   pid_t pid_ = -1;
 };
 
-// Where the build put geofs-spoked (a compile definition of the test target).
+// The geofs-spoked to test: $GEOFS_SPOKED if set, else the one this build
+// made (a compile definition).
 std::string SpokedPath();
 
 }  // namespace geofs::testing
