@@ -279,11 +279,12 @@ for w in $WORKLOADS; do
 done
 
 # ---- (g) table ----------------------------------------------------------------------
-# For each server and workload, the round with the median ops/s represents it.
+# For each server and workload, the round with the median ops/s represents it
+# (the upper of the two middle ones for an even number of rounds).
 median_json() {  # workload server -> path of the median round's JSON
   local w=$1 s=$2
   for f in "$OUT_DIR/$w.$s".r*.json; do echo "$(jq .ops_per_sec "$f") $f"; done |
-    sort -g | awk '{a[NR] = $2} END {print a[int((NR + 1) / 2)]}'
+    sort -g | awk '{a[NR] = $2} END {print a[int(NR / 2) + 1]}'
 }
 
 {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <optional>
 #include <thread>
@@ -252,14 +253,31 @@ class Importer::Impl {
                      const std::string& name, const struct stat& st,
                      std::optional<v1::Entry> existing);
   void ImportFile(const FileJob& job);
+  // Reads, chunks and hashes a file, sending its chunks batch by batch;
+  // kAborted if it changed while being read.
   Status ReadAndUpload(const FileJob& job, std::vector<v1::Extent>* extents, struct stat* st);
+  // Makes sure every chunk of `batch` is stored (sent by this call, or by
+  // another that claimed it first) and empties it.
   Status SendBatch(Batch& batch);
+  // Uploads `chunks` (ids this call claimed): asks the hub which it lacks,
+  // compresses and sends those.
+  Status Upload(const std::vector<const std::pair<chunk::ChunkId, Buffer>*>& chunks);
   Status CommitFile(const FileJob& job, const struct stat& st,
                     const std::vector<v1::Extent>& extents);
 
   const HubClient* const hub_;
   const ImportOptions options_;
   Counters counters_;
+  // Chunks this import has stored or is storing, each with the outcome of
+  // its upload: a chunk shared by several files is sent once, and a file
+  // commits only after every chunk it names is stored.
+  struct Claim {
+    std::shared_future<Status> stored;
+    uint64_t owner = 0;  // the SendBatch call uploading it
+  };
+  std::mutex claims_mu_;
+  std::unordered_map<chunk::ChunkId, Claim, chunk::ChunkIdHash> claims_;  // guarded by claims_mu_
+  std::atomic<uint64_t> next_owner_{1};
   std::unique_ptr<WorkQueue> queue_;
   std::atomic<bool> failed_{false};
   std::mutex mu_;
@@ -627,20 +645,53 @@ Status Importer::Impl::ReadAndUpload(const FileJob& job, std::vector<v1::Extent>
 
 Status Importer::Impl::SendBatch(Batch& batch) {
   if (batch.empty()) return Status::Ok();
+  const uint64_t owner = next_owner_++;
+  std::promise<Status> promise;
+  const std::shared_future<Status> stored = promise.get_future().share();
+  std::vector<const std::pair<chunk::ChunkId, Buffer>*> mine;
+  std::vector<std::shared_future<Status>> others;
+  {
+    std::lock_guard lock(claims_mu_);
+    for (const auto& entry : batch) {
+      auto [it, claimed] = claims_.try_emplace(entry.first, Claim{stored, owner});
+      if (claimed) {
+        mine.push_back(&entry);
+      } else if (it->second.owner != owner) {
+        others.push_back(it->second.stored);
+      }
+    }
+  }
+  const Status uploaded = Upload(mine);
+  promise.set_value(uploaded);
+  if (!uploaded.ok()) {
+    // Let a later file try these chunks again.
+    std::lock_guard lock(claims_mu_);
+    for (const auto* entry : mine) {
+      auto it = claims_.find(entry->first);
+      if (it != claims_.end() && it->second.owner == owner) claims_.erase(it);
+    }
+  }
+  batch.clear();
+  GEOFS_RETURN_IF_ERROR(uploaded);
+  for (const auto& other : others) GEOFS_RETURN_IF_ERROR(other.get());
+  return Status::Ok();
+}
+
+Status Importer::Impl::Upload(
+    const std::vector<const std::pair<chunk::ChunkId, Buffer>*>& chunks) {
+  if (chunks.empty()) return Status::Ok();
   v1::FindMissingChunksRequest find;
-  std::unordered_set<chunk::ChunkId, chunk::ChunkIdHash> asked;
-  for (const auto& [id, data] : batch) {
-    if (!asked.insert(id).second) continue;
+  for (const auto* entry : chunks) {
     v1::ChunkRef* ref = find.add_chunks();
-    ref->set_chunk_id(BytesOf(id));
-    ref->set_raw_length(data.size());
+    ref->set_chunk_id(BytesOf(entry->first));
+    ref->set_raw_length(entry->second.size());
   }
   v1::FindMissingChunksResponse found;
   GEOFS_RETURN_IF_ERROR(Call(&v1::Hub::Stub::FindMissingChunks, find, &found));
   std::unordered_set<std::string> missing(found.missing().begin(), found.missing().end());
   std::vector<const std::pair<chunk::ChunkId, Buffer>*> to_send;
-  for (const auto& entry : batch) {
-    if (missing.erase(BytesOf(entry.first))) to_send.push_back(&entry);
+  for (const auto* entry : chunks) {
+    if (missing.count(BytesOf(entry->first))) to_send.push_back(entry);
   }
   std::vector<std::pair<std::string, Buffer>> uploads(to_send.size());
   GEOFS_RETURN_IF_ERROR(hub::ParallelFor(to_send.size(), options_.compress_threads, [&](size_t i) {
@@ -648,7 +699,6 @@ Status Importer::Impl::SendBatch(Batch& batch) {
     uploads[i] = {BytesOf(id), chunk::EncodeChunk(raw.span(), options_.codec).bytes};
     return Status::Ok();
   }));
-  batch.clear();
   if (uploads.empty()) return Status::Ok();
   auto backoff = kFirstBackoff;
   for (int attempt = 1;; ++attempt) {

@@ -39,25 +39,6 @@ void ToProto(const vfs::Attr& a, v1::Attr* out) {
   *out->mutable_ctime() = ToProto(a.ctime);
 }
 
-vfs::Attr FromProto(const v1::Attr& a) {
-  vfs::Attr out;
-  auto type = FromProto(a.type());
-  out.type = type.ok() ? *type : vfs::FileType::kRegular;
-  out.mode = a.mode();
-  out.nlink = a.nlink();
-  out.uid = a.uid();
-  out.gid = a.gid();
-  out.size = a.size();
-  out.used = a.used();
-  out.rdev_major = a.rdev_major();
-  out.rdev_minor = a.rdev_minor();
-  out.fileid = a.fileid();
-  out.atime = FromProto(a.atime());
-  out.mtime = FromProto(a.mtime());
-  out.ctime = FromProto(a.ctime());
-  return out;
-}
-
 void ToProto(const vfs::Wcc& wcc, v1::Wcc* out) {
   if (wcc.before) {
     v1::WccAttr* before = out->mutable_before();
@@ -70,15 +51,6 @@ void ToProto(const vfs::Wcc& wcc, v1::Wcc* out) {
 
 namespace {
 
-v1::TimeUpdate ToProto(vfs::TimeUpdate how) {
-  switch (how) {
-    case vfs::TimeUpdate::kDontChange: return v1::DONT_CHANGE;
-    case vfs::TimeUpdate::kServerTime: return v1::SERVER_TIME;
-    case vfs::TimeUpdate::kClientTime: return v1::CLIENT_TIME;
-  }
-  return v1::DONT_CHANGE;
-}
-
 Result<vfs::TimeUpdate> FromProto(v1::TimeUpdate how) {
   switch (how) {
     case v1::DONT_CHANGE: return vfs::TimeUpdate::kDontChange;
@@ -89,17 +61,6 @@ Result<vfs::TimeUpdate> FromProto(v1::TimeUpdate how) {
 }
 
 }  // namespace
-
-void ToProto(const vfs::SetAttrs& a, v1::SetAttrs* out) {
-  if (a.mode) out->set_mode(*a.mode);
-  if (a.uid) out->set_uid(*a.uid);
-  if (a.gid) out->set_gid(*a.gid);
-  if (a.size) out->set_size(*a.size);
-  out->set_atime_how(ToProto(a.atime_how));
-  if (a.atime_how == vfs::TimeUpdate::kClientTime) *out->mutable_atime() = ToProto(a.atime);
-  out->set_mtime_how(ToProto(a.mtime_how));
-  if (a.mtime_how == vfs::TimeUpdate::kClientTime) *out->mutable_mtime() = ToProto(a.mtime);
-}
 
 Result<vfs::SetAttrs> FromProto(const v1::SetAttrs& a) {
   vfs::SetAttrs out;
@@ -112,12 +73,6 @@ Result<vfs::SetAttrs> FromProto(const v1::SetAttrs& a) {
   out.atime = FromProto(a.atime());
   out.mtime = FromProto(a.mtime());
   return out;
-}
-
-void ToProto(const vfs::Credentials& cred, v1::Credentials* out) {
-  out->set_uid(cred.uid);
-  out->set_gid(cred.gid);
-  for (uint32_t g : cred.groups) out->add_groups(g);
 }
 
 Result<vfs::Credentials> FromProto(const v1::Credentials& cred) {

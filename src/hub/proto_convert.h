@@ -17,15 +17,12 @@ v1::FileType ToProto(vfs::FileType type);
 Result<vfs::FileType> FromProto(v1::FileType type);
 
 void ToProto(const vfs::Attr& attr, v1::Attr* out);
-vfs::Attr FromProto(const v1::Attr& attr);
 
 void ToProto(const vfs::Wcc& wcc, v1::Wcc* out);
 
-void ToProto(const vfs::SetAttrs& attrs, v1::SetAttrs* out);
 // kInvalidArgument for an unknown time-update value.
 Result<vfs::SetAttrs> FromProto(const v1::SetAttrs& attrs);
 
-void ToProto(const vfs::Credentials& cred, v1::Credentials* out);
 // kInvalidArgument for more than vfs::kMaxGroups groups.
 Result<vfs::Credentials> FromProto(const v1::Credentials& cred);
 

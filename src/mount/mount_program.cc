@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 
+#include <future>
+
 #include "common/logging.h"
 #include "nfs3/nfs_status.h"
 
@@ -21,6 +23,46 @@ rpc::Reply MntStatus(nfs3::MountStat st) {
   xdr::Encoder e;
   e.U32(static_cast<uint32_t>(st));
   return rpc::Reply::Success(std::move(e));
+}
+
+// The export whose path is the longest component-wise prefix of `path`
+// (normalised), or null.
+const nfs3::Export* ExportContaining(const nfs3::ExportTable& exports, const std::string& path) {
+  const nfs3::Export* best = nullptr;
+  for (const auto& exp : exports.exports()) {
+    const std::string& root = exp->options.path;
+    bool contains = root == "/" || path == root ||
+                    (path.size() > root.size() && path.starts_with(root) && path[root.size()] == '/');
+    if (contains && (best == nullptr || root.size() > best->options.path.size())) best = exp.get();
+  }
+  return best;
+}
+
+// Walks `relative` ("a/b/c") down from the export's root with the caller's
+// credentials, so a client may mount any directory inside an export it may
+// search, as Linux's knfsd allows. "." and ".." are refused: they could
+// leave the export.
+Result<vfs::Handle> ResolveInside(const nfs3::Export& exp, const vfs::Credentials& cred,
+                                  std::string_view relative) {
+  vfs::Handle current = exp.root;
+  while (!relative.empty()) {
+    size_t slash = relative.find('/');
+    std::string_view name = relative.substr(0, slash);
+    relative = slash == std::string_view::npos ? "" : relative.substr(slash + 1);
+    if (name == "." || name == "..") return Status::InvalidArgument("'.' or '..' in mount path");
+    // MOUNT runs on a worker thread, so waiting for an asynchronous backend
+    // here blocks nobody else.
+    std::promise<Result<vfs::LookupReply>> done;
+    exp.backend->Lookup(cred, current, name,
+                        [&done](Result<vfs::LookupReply> r) { done.set_value(std::move(r)); });
+    Result<vfs::LookupReply> found = done.get_future().get();
+    if (!found.ok()) return found.status();
+    if (found->object.attr.type != vfs::FileType::kDirectory) {
+      return Status::NotDirectory(std::string(name));
+    }
+    current = found->object.handle;
+  }
+  return current;
 }
 
 }  // namespace
@@ -54,19 +96,28 @@ rpc::Reply MountProgram::Mnt(const rpc::CallContext& ctx, xdr::Decoder& args) {
   if (!args.String(kMaxDirPathBytes, &path)) {
     return rpc::Reply::Error(rpc::AcceptStat::kGarbageArgs);
   }
-  const nfs3::Export* exp = exports_->FindByPath(path);
+  std::string wanted = nfs3::NormalizeExportPath(path);
+  const nfs3::Export* exp = ExportContaining(*exports_, wanted);
   std::string host = HostOf(ctx.peer);
   if (exp == nullptr) return MntStatus(nfs3::MountStat::kNoEnt);
   if (!exp->Allows(ctx.peer)) {
-    GetLogger("mount")->info("refused mount of {} by {}: not in the allowlist", exp->options.path,
-                             host);
+    GetLogger("mount")->info("refused mount of {} by {}: not in the allowlist", wanted, host);
     return MntStatus(nfs3::MountStat::kAcces);
   }
-  mounts_.Add(host, exp->options.path);
-  GetLogger("mount")->debug("{} mounted {}", host, exp->options.path);
+  std::string_view relative(wanted);
+  relative.remove_prefix(exp->options.path == "/" ? 1 : exp->options.path.size());
+  if (relative.starts_with('/')) relative.remove_prefix(1);
+  Result<vfs::Handle> root = ResolveInside(*exp, exp->CredentialsFor(ctx), relative);
+  if (!root.ok()) {
+    GetLogger("mount")->info("refused mount of {} by {}: {}", wanted, host,
+                             root.status().ToString());
+    return MntStatus(nfs3::ToMountStat(root.status()));
+  }
+  mounts_.Add(host, wanted);
+  GetLogger("mount")->debug("{} mounted {}", host, wanted);
   xdr::Encoder e;
   e.U32(static_cast<uint32_t>(nfs3::MountStat::kOk));
-  e.Opaque(codec_->Encode(exp->id, exp->root).bytes());
+  e.Opaque(codec_->Encode(exp->id, *root).bytes());
   e.U32(2);  // auth_flavors: AUTH_SYS first, the flavour clients should pick
   e.U32(static_cast<uint32_t>(rpc::AuthFlavor::kSys));
   e.U32(static_cast<uint32_t>(rpc::AuthFlavor::kNone));

@@ -66,7 +66,9 @@ class HubProcessTest : public ::testing::Test {
     ASSERT_TRUE(hub_->Start().ok()) << hub_->Log();
   }
   void TearDown() override {
-    if (hub_ && hub_->running()) EXPECT_TRUE(hub_->Stop().ok()) << hub_->Log();
+    if (hub_ && hub_->running()) {
+      EXPECT_TRUE(hub_->Stop().ok()) << hub_->Log();
+    }
   }
 
   TempDir dir_;

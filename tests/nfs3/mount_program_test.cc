@@ -99,7 +99,7 @@ TEST_F(MountProgramTest, MntErrors) {
   EXPECT_EQ(status_of(Mnt("/datasets", From("10.1.1.1"))), MountStat::kOk);
   EXPECT_EQ(status_of(Mnt("/datasets", From("192.168.0.1"))), MountStat::kAcces);
   EXPECT_EQ(Mnt(std::string(1025, 'a')).accept, rpc::AcceptStat::kGarbageArgs);
-  EXPECT_EQ(status_of(Mnt("/" + std::string(1023, 'a'))), MountStat::kNoEnt);
+  EXPECT_EQ(status_of(Mnt("/" + std::string(1023, 'a'))), MountStat::kNameTooLong);
   EXPECT_EQ(Mount(1, {}).accept, rpc::AcceptStat::kGarbageArgs);
 }
 
@@ -170,6 +170,45 @@ TEST(MountListTest, AddRemove) {
   MountList none(0);
   none.Add("a", "/");
   EXPECT_TRUE(none.Snapshot().empty());
+}
+
+}  // namespace
+}  // namespace geofs::mount
+
+namespace geofs::mount {
+namespace {
+
+MountStat MntStatusOf(const nfs3::testing::CallResult& r) {
+  xdr::Decoder d = r.Body();
+  uint32_t st = 99;
+  d.U32(&st);
+  return static_cast<MountStat>(st);
+}
+
+TEST_F(MountProgramTest, MntOfASubdirectoryReturnsThatDirectory) {
+  Bytes train = MakeDir(MakeDir(root_, "imagenet"), "train");
+  CreateFile(root_, "file");
+  CallResult r = Mnt("/imagenet//train/");
+  ASSERT_EQ(MntStatusOf(r), MountStat::kOk);
+  xdr::Decoder d = r.Body();
+  uint32_t status;
+  d.U32(&status);
+  EXPECT_EQ(nfs3::testing::ReadOpaque(d, nfs3::kMaxFhBytes), train);
+  EXPECT_EQ(DumpList().back().path, "/imagenet/train");
+
+  EXPECT_EQ(MntStatusOf(Mnt("/imagenet/missing")), MountStat::kNoEnt);
+  EXPECT_EQ(MntStatusOf(Mnt("/file")), MountStat::kNotDir);
+  EXPECT_EQ(MntStatusOf(Mnt("/imagenet/../imagenet")), MountStat::kInval);
+}
+
+TEST_F(MountProgramTest, MntOfASubdirectoryNeedsSearchPermission) {
+  Bytes locked = MakeDir(root_, "locked", 0700);
+  MakeDir(locked, "inner");
+  Caller user;
+  user.uid = 1000;
+  user.gid = 1000;
+  EXPECT_EQ(MntStatusOf(Mnt("/locked/inner", user)), MountStat::kAcces);
+  EXPECT_EQ(MntStatusOf(Mnt("/locked/inner")), MountStat::kOk);
 }
 
 }  // namespace
