@@ -261,9 +261,12 @@ Result<vfs::DirPage> Namespace::ReadDir(const vfs::Credentials& cred, const vfs:
     page.entries.push_back(std::move(e));
   };
   if (req.cookie < schema::kDotCookie) add(rec, ".", schema::kDotCookie);
-  if (req.cookie < schema::kDotDotCookie && page.entries.size() < req.max_entries) {
+  // A page that fills up with "." still owes ".." to the next one.
+  bool dotdot_pending = req.cookie < schema::kDotDotCookie;
+  if (dotdot_pending && page.entries.size() < req.max_entries) {
     GEOFS_ASSIGN_OR_RETURN(InodeRecord parent, ReadInode(*snap, rec.parent));
     add(parent, "..", schema::kDotDotCookie);
+    dotdot_pending = false;
   }
   const uint64_t first = std::max(req.cookie + 1, schema::kFirstCookie);
   std::unique_ptr<KvIterator> it = snap->NewIterator(
@@ -284,7 +287,7 @@ Result<vfs::DirPage> Namespace::ReadDir(const vfs::Credentials& cred, const vfs:
     }
   }
   GEOFS_RETURN_IF_ERROR(it->status());
-  page.eof = !it->Valid();
+  page.eof = !dotdot_pending && !it->Valid();
   return page;
 }
 

@@ -40,7 +40,9 @@ std::unique_ptr<HubProcess> StartHub() {
 TEST(HubCrashTest, KillDuringImportLeavesNoTornFile) {
   TempDir dir;
   SourceTree tree(dir.path() + "/src");
-  std::mt19937_64 rng(::testing::UnitTest::GetInstance()->random_seed());
+  const int seed = ::testing::UnitTest::GetInstance()->random_seed();
+  SCOPED_TRACE("random seed " + std::to_string(seed) + " (--gtest_random_seed)");
+  std::mt19937_64 rng(seed);
   for (int i = 0; i < 48; ++i) {
     const size_t size = rng() % (3 << 20);
     const std::string content = i % 3 == 0 ? SourceTree::Text(size, i) : RandomBytes(size, i);
@@ -101,7 +103,9 @@ std::string Version(int i, int v) {
 
 TEST(HubCrashTest, KillDuringNfsFileSyncWritesKeepsEveryAcknowledgedWrite) {
   constexpr int kFiles = 12;
-  std::mt19937_64 rng(::testing::UnitTest::GetInstance()->random_seed());
+  const int seed = ::testing::UnitTest::GetInstance()->random_seed();
+  SCOPED_TRACE("random seed " + std::to_string(seed) + " (--gtest_random_seed)");
+  std::mt19937_64 rng(seed);
   auto hub = StartHub();
   ASSERT_TRUE(hub);
   {

@@ -36,7 +36,8 @@ TEST(HubS3Test, ImportFsckRestartOverS3) {
   auto stats = (*hub)->Ctl({"stats", "--json"});
   ASSERT_TRUE(stats.ok());
   auto json = nlohmann::json::parse(stats->out, nullptr, false);
-  EXPECT_EQ(json["object_store"], "s3://geofs-hub/chunks");
+  EXPECT_TRUE(json["object_store"].get<std::string>().starts_with("s3://geofs-hub/chunks"))
+      << json["object_store"];
   EXPECT_GT(json["stored_chunks"].get<uint64_t>(), 0u);
   EXPECT_LT(json["stored_bytes"].get<uint64_t>(), (6u << 20) + (1u << 20));
 

@@ -621,6 +621,18 @@ TYPED_TEST(NamespaceTest, ReadDirListsDotsThenEntriesWithStableCookies) {
   EXPECT_EQ(empty->entries[1].name, "..");
   EXPECT_EQ(empty->entries[1].fileid, schema::kRootIno);
   EXPECT_TRUE(empty->eof);
+  // One entry per page: "." alone does not end the listing of an empty
+  // directory, ".." follows.
+  auto only_dot = this->ns_->ReadDir(cred, d.handle, {0, 0, 1, false});
+  ASSERT_TRUE(only_dot.ok());
+  ASSERT_EQ(only_dot->entries.size(), 1u);
+  EXPECT_FALSE(only_dot->eof);
+  auto only_dotdot =
+      this->ns_->ReadDir(cred, d.handle, {only_dot->entries[0].cookie, 0, 1, false});
+  ASSERT_TRUE(only_dotdot.ok());
+  ASSERT_EQ(only_dotdot->entries.size(), 1u);
+  EXPECT_EQ(only_dotdot->entries[0].name, "..");
+  EXPECT_TRUE(only_dotdot->eof);
   for (const char* n : {"a", "b", "c", "d"}) this->Create(d.handle, n);
 
   auto p1 = this->ns_->ReadDir(cred, d.handle, {0, 0, 3, true});
