@@ -29,8 +29,7 @@ class HubClient {
   // One unary call with a deadline `timeout` from now.
   template <typename Req, typename Resp>
   Status Call(grpc::Status (v1::Hub::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
-              const Req& req, Resp* resp,
-              std::chrono::milliseconds timeout = kCallTimeout) const;
+              const Req& req, Resp* resp, std::chrono::milliseconds timeout = kCallTimeout) const;
 
   // Uploads chunks in stored form (id, stored bytes) in one stream.
   Result<v1::PutChunksResponse> PutChunks(

@@ -28,7 +28,6 @@ constexpr int kMaxAttempts = 5;  // for calls that fail with kUnavailable
 constexpr auto kFirstBackoff = std::chrono::milliseconds(250);
 constexpr int kMaxCommitAttempts = 4;
 constexpr uint32_t kDirPage = 4096;
-constexpr size_t kReadBlock = size_t{4} << 20;
 
 WallTime MtimeOf(const struct stat& st) {
   return {st.st_mtim.tv_sec, static_cast<uint32_t>(st.st_mtim.tv_nsec)};
@@ -36,11 +35,16 @@ WallTime MtimeOf(const struct stat& st) {
 
 std::string TypeName(mode_t mode) {
   switch (mode & S_IFMT) {
-    case S_IFSOCK: return "socket";
-    case S_IFIFO: return "FIFO";
-    case S_IFCHR: return "character device";
-    case S_IFBLK: return "block device";
-    default: return "file of unknown type";
+    case S_IFSOCK:
+      return "socket";
+    case S_IFIFO:
+      return "FIFO";
+    case S_IFCHR:
+      return "character device";
+    case S_IFBLK:
+      return "block device";
+    default:
+      return "file of unknown type";
   }
 }
 
@@ -185,8 +189,7 @@ Status ImportOptions::Validate() const {
 
 class Importer::Impl {
  public:
-  Impl(const HubClient* hub, ImportOptions options)
-      : hub_(hub), options_(std::move(options)) {}
+  Impl(const HubClient* hub, ImportOptions options) : hub_(hub), options_(std::move(options)) {}
 
   Result<ImportReport> Run(const std::string& src_dir, const std::string& hub_path);
   ImportStats Progress() const { return counters_.Snapshot(); }
@@ -281,13 +284,12 @@ class Importer::Impl {
   std::unique_ptr<WorkQueue> queue_;
   std::atomic<bool> failed_{false};
   std::mutex mu_;
-  Status fatal_;                       // guarded by mu_
-  std::vector<std::string> skipped_;   // guarded by mu_
-  std::vector<DirAttrs> dir_attrs_;    // walk thread only
+  Status fatal_;                      // guarded by mu_
+  std::vector<std::string> skipped_;  // guarded by mu_
+  std::vector<DirAttrs> dir_attrs_;   // walk thread only
 };
 
-Result<ImportReport> Importer::Impl::Run(const std::string& src_dir,
-                                         const std::string& hub_path) {
+Result<ImportReport> Importer::Impl::Run(const std::string& src_dir, const std::string& hub_path) {
   const auto start = std::chrono::steady_clock::now();
   struct stat root_st;
   if (::stat(src_dir.c_str(), &root_st) != 0) return Status::FromErrno(errno, src_dir);
@@ -419,8 +421,8 @@ Result<v1::Entry> Importer::Impl::Create(const v1::FileRef& dir, const std::stri
   return resp.object();
 }
 
-Status Importer::Impl::SetAttrs(const v1::FileRef& ref, const v1::Attr& attr,
-                                const struct stat& st, bool set_mtime) {
+Status Importer::Impl::SetAttrs(const v1::FileRef& ref, const v1::Attr& attr, const struct stat& st,
+                                bool set_mtime) {
   const bool ownership = !SameOwnership(attr, st);
   const bool mtime = set_mtime && !SameMtime(attr, st);
   if (!ownership && !mtime) return Status::Ok();
@@ -600,9 +602,13 @@ Status Importer::Impl::ReadAndUpload(const FileJob& job, std::vector<v1::Extent>
   if (!S_ISREG(before.st_mode)) return Status::InvalidArgument("no longer a regular file");
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
 
+  // The file is read a block (one batch) at a time; chunks inside a block
+  // are slices of it, not copies.
+  Buffer block;
+  const uint8_t* block_data = nullptr;
+  size_t block_filled = 0;
   uint64_t offset = 0;
   Batch batch;
-  size_t batch_bytes = 0;
   chunk::ChunkSplitter splitter(options_.chunker, [&](std::span<const uint8_t> data) -> Status {
     const chunk::ChunkId id = chunk::ChunkId::Of(data);
     v1::Extent e;
@@ -614,30 +620,46 @@ Status Importer::Impl::ReadAndUpload(const FileJob& job, std::vector<v1::Extent>
     extents->push_back(std::move(e));
     offset += data.size();
     ++counters_.chunks;
-    batch.emplace_back(id, Buffer::CopyOf(data));
-    batch_bytes += data.size();
-    if (batch_bytes < options_.batch_bytes) return Status::Ok();
-    batch_bytes = 0;
-    return SendBatch(batch);
+    const auto at = reinterpret_cast<uintptr_t>(data.data());
+    const auto begin = reinterpret_cast<uintptr_t>(block_data);
+    const bool in_block = at >= begin && at + data.size() <= begin + block_filled;
+    batch.emplace_back(id, in_block ? block.Slice(at - begin, data.size()) : Buffer::CopyOf(data));
+    return Status::Ok();
   });
-  std::vector<uint8_t> block(kReadBlock);
-  for (;;) {
+  const uint64_t expected = before.st_size;
+  uint64_t read_total = 0;
+  for (bool eof = false; !eof;) {
     if (failed()) return Status::Unavailable("import stopped");
-    const ssize_t n = ::read(fd.get(), block.data(), block.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "read " + job.src);
+    // One byte more than the rest of the file, so the read that finds the
+    // end usually comes in the same block.
+    const uint64_t rest = expected > read_total ? expected - read_total : 0;
+    const size_t want =
+        static_cast<size_t>(std::clamp<uint64_t>(rest + 1, 4096, options_.batch_bytes));
+    uint8_t* p;
+    block = Buffer::Allocate(want, &p);
+    block_data = p;
+    block_filled = 0;
+    while (block_filled < want) {
+      const ssize_t n = ::read(fd.get(), p + block_filled, want - block_filled);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::FromErrno(errno, "read " + job.src);
+      }
+      if (n == 0) {
+        eof = true;
+        break;
+      }
+      block_filled += n;
+      read_total += n;
+      counters_.read_bytes += n;
     }
-    if (n == 0) break;
-    counters_.read_bytes += n;
-    GEOFS_RETURN_IF_ERROR(splitter.Write({block.data(), static_cast<size_t>(n)}));
+    GEOFS_RETURN_IF_ERROR(splitter.Write({p, block_filled}));
+    if (eof) GEOFS_RETURN_IF_ERROR(splitter.Finish());
+    GEOFS_RETURN_IF_ERROR(SendBatch(batch));
   }
-  GEOFS_RETURN_IF_ERROR(splitter.Finish());
-  GEOFS_RETURN_IF_ERROR(SendBatch(batch));
 
   if (::fstat(fd.get(), st) != 0) return Status::FromErrno(errno, "fstat " + job.src);
-  if (st->st_size != before.st_size || MtimeOf(*st) != MtimeOf(before) ||
-      offset != static_cast<uint64_t>(before.st_size)) {
+  if (st->st_size != before.st_size || MtimeOf(*st) != MtimeOf(before) || offset != expected) {
     return Status::Aborted("size or mtime moved while reading");
   }
   return Status::Ok();
@@ -677,8 +699,7 @@ Status Importer::Impl::SendBatch(Batch& batch) {
   return Status::Ok();
 }
 
-Status Importer::Impl::Upload(
-    const std::vector<const std::pair<chunk::ChunkId, Buffer>*>& chunks) {
+Status Importer::Impl::Upload(const std::vector<const std::pair<chunk::ChunkId, Buffer>*>& chunks) {
   if (chunks.empty()) return Status::Ok();
   v1::FindMissingChunksRequest find;
   for (const auto* entry : chunks) {

@@ -54,10 +54,10 @@ class ChunkCache {
 
   const size_t capacity_;
   mutable std::mutex mu_;
-  Lru lru_;                                                                 // guarded by mu_
+  Lru lru_;                                                                      // guarded by mu_
   std::unordered_map<chunk::ChunkId, Lru::iterator, chunk::ChunkIdHash> index_;  // guarded by mu_
   std::unordered_map<chunk::ChunkId, std::shared_future<Result<Buffer>>, chunk::ChunkIdHash>
-      in_flight_;  // guarded by mu_
+      in_flight_;        // guarded by mu_
   size_t bytes_ = 0;     // guarded by mu_
   uint64_t hits_ = 0;    // guarded by mu_
   uint64_t misses_ = 0;  // guarded by mu_

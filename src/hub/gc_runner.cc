@@ -16,10 +16,9 @@ GcRunner::~GcRunner() {
 }
 
 Result<meta::GcResult> GcRunner::RunOnce() {
-  return ns_->CollectGarbage(options_.clock->WallNow(), options_.grace,
-                             [this](const meta::ChunkId& id) {
-                               return chunks_->Delete(ToChunkId(id));
-                             });
+  return ns_->CollectGarbage(
+      options_.clock->WallNow(), options_.grace,
+      [this](const meta::ChunkId& id) { return chunks_->Delete(ToChunkId(id)); });
 }
 
 void GcRunner::Loop(std::stop_token stop) {

@@ -60,22 +60,36 @@ const Mapping* Find(StatusCode code) {
 // For statuses without a geofs-code: what a gRPC code most likely meant.
 StatusCode CodeForGrpc(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::OK: return StatusCode::kOk;
-    case grpc::StatusCode::NOT_FOUND: return StatusCode::kNotFound;
-    case grpc::StatusCode::ALREADY_EXISTS: return StatusCode::kAlreadyExists;
+    case grpc::StatusCode::OK:
+      return StatusCode::kOk;
+    case grpc::StatusCode::NOT_FOUND:
+      return StatusCode::kNotFound;
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return StatusCode::kAlreadyExists;
     case grpc::StatusCode::PERMISSION_DENIED:
-    case grpc::StatusCode::UNAUTHENTICATED: return StatusCode::kAccessDenied;
-    case grpc::StatusCode::INVALID_ARGUMENT: return StatusCode::kInvalidArgument;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return StatusCode::kNoSpace;
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return StatusCode::kAccessDenied;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return StatusCode::kInvalidArgument;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return StatusCode::kNoSpace;
     case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::CANCELLED: return StatusCode::kUnavailable;
-    case grpc::StatusCode::UNIMPLEMENTED: return StatusCode::kNotSupported;
-    case grpc::StatusCode::OUT_OF_RANGE: return StatusCode::kFileTooLarge;
-    case grpc::StatusCode::ABORTED: return StatusCode::kAborted;
-    case grpc::StatusCode::DATA_LOSS: return StatusCode::kCorruption;
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return StatusCode::kDeadlineExceeded;
-    case grpc::StatusCode::FAILED_PRECONDITION: return StatusCode::kInvalidArgument;
-    default: return StatusCode::kInternal;
+    case grpc::StatusCode::CANCELLED:
+      return StatusCode::kUnavailable;
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return StatusCode::kNotSupported;
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return StatusCode::kFileTooLarge;
+    case grpc::StatusCode::ABORTED:
+      return StatusCode::kAborted;
+    case grpc::StatusCode::DATA_LOSS:
+      return StatusCode::kCorruption;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return StatusCode::kDeadlineExceeded;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return StatusCode::kInvalidArgument;
+    default:
+      return StatusCode::kInternal;
   }
 }
 

@@ -124,8 +124,8 @@ void HubBackend::SetAttr(const vfs::Credentials& cred, const vfs::Handle& h,
   Reply(ns_->SetAttr(cred, h, attrs, guard_ctime), cb, [this](vfs::Wcc& w) { PatchReply(w); });
 }
 
-void HubBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
-                        std::string_view name, vfs::Callback<vfs::LookupReply> cb) {
+void HubBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+                        vfs::Callback<vfs::LookupReply> cb) {
   Reply(ns_->Lookup(cred, dir, name), cb, [this](vfs::LookupReply& r) { PatchReply(r); });
 }
 
@@ -144,9 +144,8 @@ void HubBackend::ReadLink(const vfs::Credentials&, const vfs::Handle& h,
   cb(ns_->ReadLink(h));
 }
 
-void HubBackend::Create(const vfs::Credentials& cred, const vfs::Handle& dir,
-                        std::string_view name, const vfs::CreateRequest& req,
-                        vfs::Callback<vfs::CreateReply> cb) {
+void HubBackend::Create(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+                        const vfs::CreateRequest& req, vfs::Callback<vfs::CreateReply> cb) {
   // CREATE over an existing file may truncate it (O_TRUNC): its buffered
   // writes came first, so commit them before.
   if (req.mode != vfs::CreateMode::kExclusive && req.attrs.size) {
@@ -160,33 +159,31 @@ void HubBackend::Create(const vfs::Credentials& cred, const vfs::Handle& dir,
   cb(ns_->Create(cred, dir, name, req));
 }
 
-void HubBackend::Mkdir(const vfs::Credentials& cred, const vfs::Handle& dir,
-                       std::string_view name, const vfs::SetAttrs& attrs,
-                       vfs::Callback<vfs::CreateReply> cb) {
+void HubBackend::Mkdir(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+                       const vfs::SetAttrs& attrs, vfs::Callback<vfs::CreateReply> cb) {
   cb(ns_->Mkdir(cred, dir, name, attrs));
 }
 
 void HubBackend::Symlink(const vfs::Credentials& cred, const vfs::Handle& dir,
-                         std::string_view name, std::string_view target,
-                         const vfs::SetAttrs& attrs, vfs::Callback<vfs::CreateReply> cb) {
+                         std::string_view name, std::string_view target, const vfs::SetAttrs& attrs,
+                         vfs::Callback<vfs::CreateReply> cb) {
   cb(ns_->Symlink(cred, dir, name, target, attrs));
 }
 
-void HubBackend::Mknod(const vfs::Credentials& cred, const vfs::Handle& dir,
-                       std::string_view name, const vfs::MknodRequest& req,
-                       vfs::Callback<vfs::CreateReply> cb) {
+void HubBackend::Mknod(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+                       const vfs::MknodRequest& req, vfs::Callback<vfs::CreateReply> cb) {
   cb(ns_->Mknod(cred, dir, name, req));
 }
 
-void HubBackend::Remove(const vfs::Credentials& cred, const vfs::Handle& dir,
-                        std::string_view name, vfs::Callback<vfs::Wcc> cb) {
+void HubBackend::Remove(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+                        vfs::Callback<vfs::Wcc> cb) {
   // Buffered writes of a removed file are dropped when their flush finds
   // the file gone (kStale); with other links left they are committed.
   cb(ns_->Remove(cred, dir, name));
 }
 
-void HubBackend::Rmdir(const vfs::Credentials& cred, const vfs::Handle& dir,
-                       std::string_view name, vfs::Callback<vfs::Wcc> cb) {
+void HubBackend::Rmdir(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+                       vfs::Callback<vfs::Wcc> cb) {
   cb(ns_->Rmdir(cred, dir, name));
 }
 
@@ -196,9 +193,8 @@ void HubBackend::Rename(const vfs::Credentials& cred, const vfs::Handle& from_di
   cb(ns_->Rename(cred, from_dir, from_name, to_dir, to_name));
 }
 
-void HubBackend::Link(const vfs::Credentials& cred, const vfs::Handle& file,
-                      const vfs::Handle& dir, std::string_view name,
-                      vfs::Callback<vfs::LinkReply> cb) {
+void HubBackend::Link(const vfs::Credentials& cred, const vfs::Handle& file, const vfs::Handle& dir,
+                      std::string_view name, vfs::Callback<vfs::LinkReply> cb) {
   Reply(ns_->Link(cred, file, dir, name), cb, [this](vfs::LinkReply& r) { PatchReply(r); });
 }
 
@@ -219,8 +215,8 @@ void HubBackend::FsStat(const vfs::Credentials&, const vfs::Handle& h,
 // --- READ.
 
 Result<Buffer> HubBackend::FetchChunk(const meta::Extent& e) {
-  auto data = cache_.Get(ToChunkId(e.chunk),
-                         [this](const chunk::ChunkId& id) { return chunks_->Get(id); });
+  auto data =
+      cache_.Get(ToChunkId(e.chunk), [this](const chunk::ChunkId& id) { return chunks_->Get(id); });
   if (!data.ok()) {
     // A chunk the namespace references but the store lacks is the server's
     // failure, not a missing file: never report it as "not found".

@@ -124,23 +124,23 @@ class HubBackend : public vfs::Backend {
               vfs::Callback<vfs::Wcc> cb) override;
   void Rmdir(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
              vfs::Callback<vfs::Wcc> cb) override;
-  void Rename(const vfs::Credentials& cred, const vfs::Handle& from_dir,
-              std::string_view from_name, const vfs::Handle& to_dir, std::string_view to_name,
+  void Rename(const vfs::Credentials& cred, const vfs::Handle& from_dir, std::string_view from_name,
+              const vfs::Handle& to_dir, std::string_view to_name,
               vfs::Callback<vfs::RenameReply> cb) override;
   void Link(const vfs::Credentials& cred, const vfs::Handle& file, const vfs::Handle& dir,
             std::string_view name, vfs::Callback<vfs::LinkReply> cb) override;
-  void ReadDir(const vfs::Credentials& cred, const vfs::Handle& dir,
-               const vfs::ReadDirRequest& req, vfs::Callback<vfs::DirPage> cb) override;
+  void ReadDir(const vfs::Credentials& cred, const vfs::Handle& dir, const vfs::ReadDirRequest& req,
+               vfs::Callback<vfs::DirPage> cb) override;
   void FsStat(const vfs::Credentials& cred, const vfs::Handle& h,
               vfs::Callback<vfs::FsStats> cb) override;
-  void Commit(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t offset,
-              uint32_t count, vfs::Callback<vfs::Wcc> cb) override;
+  void Commit(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t offset, uint32_t count,
+              vfs::Callback<vfs::Wcc> cb) override;
 
  private:
   struct FileState;
   enum class FlushMode {
-    kAll,         // everything buffered (durability)
-    kStablePrefix // up to content-defined boundaries (memory pressure)
+    kAll,          // everything buffered (durability)
+    kStablePrefix  // up to content-defined boundaries (memory pressure)
   };
 
   // The state of file `ino`, created if `create`; null if absent.

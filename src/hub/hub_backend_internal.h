@@ -18,7 +18,7 @@ struct HubBackend::FileState {
   // Held for a whole flush: one flush of a file at a time.
   std::mutex flush_mu;
   std::mutex mu;
-  WriteOverlay overlay;    // guarded by mu
+  WriteOverlay overlay;     // guarded by mu
   vfs::Credentials writer;  // guarded by mu: the last writer, whose rights commit
   WallTime mtime;           // guarded by mu: when the last write arrived
   std::chrono::steady_clock::time_point dirty_since;  // guarded by mu

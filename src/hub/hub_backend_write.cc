@@ -20,7 +20,8 @@ const vfs::Credentials kInternalReader{};
 constexpr int kMaxFlushAttempts = 16;
 
 // The widened range of one run: the run plus the whole extents it touches.
-WriteOverlay::Range Widen(const WriteOverlay::Range& run, const std::vector<meta::Extent>& extents) {
+WriteOverlay::Range Widen(const WriteOverlay::Range& run,
+                          const std::vector<meta::Extent>& extents) {
   WriteOverlay::Range out = run;
   auto it = std::upper_bound(extents.begin(), extents.end(), run.begin,
                              [](uint64_t at, const meta::Extent& e) { return at < e.end(); });
@@ -242,9 +243,8 @@ Result<uint64_t> HubBackend::FlushSpan(FileState& state, const WriteOverlay& sna
   // chunk: keep a copy of it.
   if (!extents.empty()) {
     const meta::Extent& last = extents.back();
-    cache_.Insert(ToChunkId(last.chunk),
-                  Buffer::CopyOf(std::span<const uint8_t>(p + (last.offset - span.begin),
-                                                          last.length)));
+    cache_.Insert(ToChunkId(last.chunk), Buffer::CopyOf(std::span<const uint8_t>(
+                                             p + (last.offset - span.begin), last.length)));
   }
   return commit_end;
 }
@@ -265,9 +265,8 @@ Status HubBackend::StoreChunks(std::span<const uint8_t> data, uint64_t data_offs
   refs.reserve(extents->size());
   for (const meta::Extent& e : *extents) refs.push_back({e.chunk, e.chunk_size});
   GEOFS_RETURN_IF_ERROR(ns_->RegisterChunks(refs));
-  return ParallelFor(extents->size(), threads, [&](size_t i) {
-    return chunks_->Put(bytes_of((*extents)[i])).status();
-  });
+  return ParallelFor(extents->size(), threads,
+                     [&](size_t i) { return chunks_->Put(bytes_of((*extents)[i])).status(); });
 }
 
 void HubBackend::BackgroundFlusher(std::stop_token stop) {

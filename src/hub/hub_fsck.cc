@@ -129,8 +129,8 @@ Result<FsckReport> CheckHub(meta::Namespace& ns, chunk::ChunkStore& chunks,
     if (!data.ok()) {
       problem = data.status().ToString();
     } else if (data->size() != uses[i]->size) {
-      problem = "holds " + std::to_string(data->size()) + " bytes, not " +
-                std::to_string(uses[i]->size);
+      problem =
+          "holds " + std::to_string(data->size()) + " bytes, not " + std::to_string(uses[i]->size);
     }
     if (!problem.empty()) {
       std::lock_guard lock(mu);

@@ -42,9 +42,9 @@ grpc::Status HubService::SetAttr(grpc::ServerContext* ctx, const v1::SetAttrRequ
     GEOFS_ASSIGN_OR_RETURN(vfs::SetAttrs attrs, FromProto(req->attrs()));
     std::optional<WallTime> guard;
     if (req->has_guard_ctime()) guard = FromProto(req->guard_ctime());
-    GEOFS_ASSIGN_OR_RETURN(vfs::Wcc wcc, Context(ns_->SetAttr(cred, HandleOf(req->ref()), attrs,
-                                                              guard),
-                                                 RefText(req->ref())));
+    GEOFS_ASSIGN_OR_RETURN(
+        vfs::Wcc wcc,
+        Context(ns_->SetAttr(cred, HandleOf(req->ref()), attrs, guard), RefText(req->ref())));
     ToProto(wcc, resp->mutable_wcc());
     return Status::Ok();
   });
@@ -93,8 +93,8 @@ grpc::Status HubService::ResolvePath(grpc::ServerContext* ctx, const v1::Resolve
       std::string_view name(path.data() + pos, slash - pos);
       pos = slash + 1;
       if (name.empty() || name == ".") continue;
-      const std::string what = "resolving " + Quote(path) + " at " +
-                               Quote(walked.empty() ? "/" : walked);
+      const std::string what =
+          "resolving " + Quote(path) + " at " + Quote(walked.empty() ? "/" : walked);
       if (name == "..") {
         GEOFS_ASSIGN_OR_RETURN(vfs::LookupReply up,
                                Context(ns_->LookupParent(cred, current.handle), what));
@@ -195,10 +195,10 @@ grpc::Status HubService::Remove(grpc::ServerContext* ctx, const v1::RemoveReques
     GEOFS_RETURN_IF_ERROR(CheckName(req->name()));
     const vfs::Handle dir = HandleOf(req->dir());
     const std::string what = "removing " + Quote(req->name()) + " from " + RefText(req->dir());
-    GEOFS_ASSIGN_OR_RETURN(vfs::Wcc wcc, Context(req->directory()
-                                                     ? ns_->Rmdir(cred, dir, req->name())
-                                                     : ns_->Remove(cred, dir, req->name()),
-                                                 what));
+    GEOFS_ASSIGN_OR_RETURN(vfs::Wcc wcc,
+                           Context(req->directory() ? ns_->Rmdir(cred, dir, req->name())
+                                                    : ns_->Remove(cred, dir, req->name()),
+                                   what));
     ToProto(wcc, resp->mutable_dir_wcc());
     return Status::Ok();
   });

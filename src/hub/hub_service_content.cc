@@ -59,10 +59,9 @@ grpc::Status HubService::GetChunkMap(grpc::ServerContext* ctx, const v1::GetChun
   return Run(ctx, [&]() -> Status {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     const uint64_t length = req->length() == 0 ? UINT64_MAX : req->length();
-    GEOFS_ASSIGN_OR_RETURN(
-        meta::ChunkMap map,
-        Context(ns_->GetChunkMap(cred, HandleOf(req->ref()), req->offset(), length),
-                RefText(req->ref())));
+    GEOFS_ASSIGN_OR_RETURN(meta::ChunkMap map, Context(ns_->GetChunkMap(cred, HandleOf(req->ref()),
+                                                                        req->offset(), length),
+                                                       RefText(req->ref())));
     resp->set_version(map.version);
     ToProto(map.attr, resp->mutable_attr());
     for (const meta::Extent& e : map.extents) {
@@ -120,19 +119,17 @@ grpc::Status HubService::FindMissingChunks(grpc::ServerContext* ctx,
                                            v1::FindMissingChunksResponse* resp) {
   return Run(ctx, [&]() -> Status {
     if (req->chunks_size() > kMaxFindChunks) {
-      return Status::InvalidArgument("FindMissingChunks of " +
-                                     std::to_string(req->chunks_size()) + " chunks; at most " +
-                                     std::to_string(kMaxFindChunks));
+      return Status::InvalidArgument("FindMissingChunks of " + std::to_string(req->chunks_size()) +
+                                     " chunks; at most " + std::to_string(kMaxFindChunks));
     }
     std::vector<chunk::ChunkId> ids;
     std::vector<meta::ChunkRef> refs;
     for (const v1::ChunkRef& ref : req->chunks()) {
       GEOFS_ASSIGN_OR_RETURN(chunk::ChunkId id, ChunkIdOf(ref.chunk_id()));
       if (ref.raw_length() == 0 || ref.raw_length() > options_.max_chunk_size) {
-        return Status::InvalidArgument("chunk " + id.ToHex() + " of " +
-                                       std::to_string(ref.raw_length()) +
-                                       " bytes; chunks hold 1.." +
-                                       std::to_string(options_.max_chunk_size));
+        return Status::InvalidArgument(
+            "chunk " + id.ToHex() + " of " + std::to_string(ref.raw_length()) +
+            " bytes; chunks hold 1.." + std::to_string(options_.max_chunk_size));
       }
       ids.push_back(id);
       refs.push_back({ToMetaId(id), ref.raw_length()});
@@ -184,7 +181,9 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
       GEOFS_RETURN_IF_ERROR(Cancelled(ctx));
       GEOFS_ASSIGN_OR_RETURN(chunk::ChunkId id, ChunkIdOf(req.chunk_id()));
       const std::string what = "chunk " + id.ToHex();
-      Buffer stored = Buffer::CopyOf(req.data());
+      // The received bytes move into the Buffer: no copy.
+      auto owner = std::make_shared<std::string>(std::move(*req.mutable_data()));
+      Buffer stored(owner, reinterpret_cast<const uint8_t*>(owner->data()), owner->size());
       // The header's raw size registers the chunk; decoding (in PutEncoded)
       // then checks it together with the hash before anything is stored.
       auto header = chunk::ReadChunkHeader(stored.span());
@@ -275,8 +274,9 @@ grpc::Status HubService::Fsck(grpc::ServerContext* ctx, const v1::FsckRequest* r
     options.cancelled = [ctx] { return ctx->IsCancelled(); };
     GEOFS_ASSIGN_OR_RETURN(FsckReport report, CheckHub(*ns_, *chunks_, options));
     if (!report.problems.empty()) {
-      GetLogger("hub.fsck")->warn("fsck found {} problems, first: {}", report.problems.size(),
-                                  report.problems.front());
+      GetLogger("hub.fsck")
+          ->warn("fsck found {} problems, first: {}", report.problems.size(),
+                 report.problems.front());
     }
     for (std::string& p : report.problems) resp->add_problems(std::move(p));
     resp->set_inodes_checked(report.inodes_checked);

@@ -2,21 +2,19 @@
 // an object store (default DIR/objects), the gRPC API on --listen, and
 // optionally the whole namespace over NFSv3 (export "/", read-write).
 // main() only parses flags and wires the parts together.
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/resource_quota.h>
-
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <CLI/CLI.hpp>
+#include <vector>
 
 #include "chunk/chunk_store.h"
 #include "common/logging.h"
 #include "hub/gc_runner.h"
+#include "hub/grpc_server.h"
 #include "hub/hub_backend.h"
 #include "hub/hub_service.h"
 #include "meta/namespace.h"
@@ -31,9 +29,6 @@
 namespace geofs {
 namespace {
 
-// A message carries at most one 4 MiB chunk (or ~200,000 extents); the
-// limit leaves room for the largest chunks a chunker may be set to cut.
-constexpr int kMaxMessageBytes = 16 << 20;
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
 
 struct Flags {
@@ -43,6 +38,10 @@ struct Flags {
   std::optional<uint16_t> nfs_port;
   std::optional<uint16_t> mount_port;
   std::string squash = "none";
+  bool read_only = false;
+  uint32_t anon_uid = 65534;
+  uint32_t anon_gid = 65534;
+  std::vector<std::string> allow;
   std::string log_level = "info";
   int64_t gc_grace_seconds = 3600;
   int64_t gc_interval_seconds = 600;
@@ -65,22 +64,86 @@ std::string HostOf(const std::string& listen) {
   return host;
 }
 
+// The export policy the flags ask for.
+Result<nfs3::ExportOptions> ExportOptionsOf(const Flags& flags) {
+  nfs3::ExportOptions options;
+  options.path = "/";
+  options.read_only = flags.read_only;
+  options.anon_uid = flags.anon_uid;
+  options.anon_gid = flags.anon_gid;
+  auto squash = nfs3::ParseSquash(flags.squash);
+  if (!squash.ok()) return Status(squash.status().code(), "--squash " + flags.squash);
+  options.squash = *squash;
+  for (const auto& text : flags.allow) {
+    auto cidr = nfs3::Cidr::Parse(text);
+    if (!cidr.ok()) return Status(cidr.status().code(), "--allow " + text);
+    options.allow.push_back(*cidr);
+  }
+  return options;
+}
+
+// The namespace served over NFSv3 + MOUNT v3.
+struct NfsExport {
+  std::unique_ptr<hub::HubBackend> backend;
+  std::unique_ptr<nfs3::HandleCodec> codec;
+  nfs3::ExportTable exports;
+  std::unique_ptr<rpc::RpcServer> server;
+  uint16_t nfs_port = 0;
+  uint16_t mount_port = 0;
+};
+
+Result<std::unique_ptr<NfsExport>> StartNfs(const Flags& flags,
+                                            const nfs3::ExportOptions& export_options,
+                                            const std::string& data_dir,
+                                            std::unique_ptr<hub::HubBackend> backend) {
+  auto nfs = std::make_unique<NfsExport>();
+  nfs->backend = std::move(backend);
+  GEOFS_ASSIGN_OR_RETURN(nfs3::HandleCodec::Key key,
+                         nfs3::HandleCodec::LoadOrCreateKey(data_dir + "/handle.key"));
+  nfs->codec = std::make_unique<nfs3::HandleCodec>(key);
+  GEOFS_RETURN_IF_ERROR(nfs->exports.Add(export_options, nfs->backend.get()).status());
+
+  // Every port serves both programs; MOUNT gets a port of its own when asked.
+  rpc::RpcServerOptions options;
+  options.listen_address = HostOf(flags.listen);
+  options.worker_threads = flags.nfs_worker_threads;
+  const uint16_t nfs_port = *flags.nfs_port;
+  const uint16_t mount_port = flags.mount_port.value_or(nfs_port);
+  options.ports = {nfs_port};
+  const bool own_mount_port = mount_port != nfs_port || (flags.mount_port && nfs_port == 0);
+  if (own_mount_port) options.ports.push_back(mount_port);
+  nfs->server = std::make_unique<rpc::RpcServer>(options);
+  GEOFS_RETURN_IF_ERROR(
+      nfs->server->Register(std::make_shared<nfs3::NfsProgram>(&nfs->exports, nfs->codec.get())));
+  GEOFS_RETURN_IF_ERROR(nfs->server->Register(
+      std::make_shared<mount::MountProgram>(&nfs->exports, nfs->codec.get())));
+  GEOFS_RETURN_IF_ERROR(nfs->server->Start());
+  nfs->nfs_port = nfs->server->bound_ports()[0];
+  nfs->mount_port = nfs->server->bound_ports()[own_mount_port ? 1 : 0];
+  return nfs;
+}
+
 int Run(const Flags& flags, const sigset_t& stop_signals) {
   auto log = GetLogger("hubd");
   namespace fs = std::filesystem;
-  std::error_code ec;
-  const std::string data_dir = fs::absolute(flags.data_dir, ec).lexically_normal().string();
-  fs::create_directories(data_dir, ec);
-  if (ec) {
-    log->error("--data-dir {}: {}", flags.data_dir, ec.message());
-    return 2;
-  }
   if (flags.listen.rfind(':') == std::string::npos) {
     log->error("--listen {}: expected HOST:PORT", flags.listen);
     return 2;
   }
   if (flags.mount_port && !flags.nfs_port) {
     log->error("--mount-port needs --nfs-port");
+    return 2;
+  }
+  auto export_options = ExportOptionsOf(flags);
+  if (!export_options.ok()) {
+    log->error("{}", export_options.status().ToString());
+    return 2;
+  }
+  std::error_code ec;
+  const std::string data_dir = fs::absolute(flags.data_dir, ec).lexically_normal().string();
+  fs::create_directories(data_dir, ec);
+  if (ec) {
+    log->error("--data-dir {}: {}", flags.data_dir, ec.message());
     return 2;
   }
 
@@ -94,9 +157,8 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
     log->error("namespace in {}/meta: {}", data_dir, ns.status().ToString());
     return 1;
   }
-  const std::string objects_dir = data_dir + "/objects";
   const std::string object_url =
-      flags.object_store.empty() ? "file://" + objects_dir : flags.object_store;
+      flags.object_store.empty() ? "file://" + data_dir + "/objects" : flags.object_store;
   auto objects = object::OpenObjectStore(object_url);
   if (!objects.ok()) {
     log->error("--object-store {}: {}", object_url, objects.status().ToString());
@@ -110,79 +172,29 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   service_options.object_store_description = (*objects)->Describe();
   service_options.statfs_path = statfs_path;
   hub::HubService service(ns->get(), &chunks, service_options);
-
-  grpc::ServerBuilder builder;
-  int grpc_port = 0;
-  builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &grpc_port);
-  builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
-  grpc::ResourceQuota quota("geofs-hubd");
-  quota.SetMaxThreads(flags.grpc_threads);
-  builder.SetResourceQuota(quota);
-  // Find dead peers of long streams: ping idle connections.
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
-  if (!grpc_server || grpc_port == 0) {
-    log->error("cannot serve gRPC on {}", flags.listen);
+  hub::GrpcServerOptions grpc_options;
+  grpc_options.listen = flags.listen;
+  grpc_options.max_threads = flags.grpc_threads;
+  auto grpc_server = hub::StartGrpcServer(&service, grpc_options);
+  if (!grpc_server.ok()) {
+    log->error("{}", grpc_server.status().ToString());
     return 1;
   }
 
-  auto squash = nfs3::ParseSquash(flags.squash);
-  if (!squash.ok()) {
-    log->error("--squash {}: {}", flags.squash, squash.status().ToString());
-    return 2;
-  }
-
-  std::unique_ptr<hub::HubBackend> backend;
-  std::unique_ptr<nfs3::HandleCodec> codec;
-  nfs3::ExportTable exports;
-  std::unique_ptr<rpc::RpcServer> nfs_server;
+  std::unique_ptr<NfsExport> nfs;
   std::string nfs_text;
   if (flags.nfs_port) {
     hub::HubBackendOptions backend_options;
     backend_options.statfs_path = statfs_path;
-    backend = std::make_unique<hub::HubBackend>(ns->get(), &chunks, backend_options);
-    auto key = nfs3::HandleCodec::LoadOrCreateKey(data_dir + "/handle.key");
-    if (!key.ok()) {
-      log->error("handle key in {}: {}", data_dir, key.status().ToString());
+    auto started = StartNfs(flags, *export_options, data_dir,
+                            std::make_unique<hub::HubBackend>(ns->get(), &chunks, backend_options));
+    if (!started.ok()) {
+      log->error("cannot serve NFS on {}: {}", HostOf(flags.listen), started.status().ToString());
       return 1;
     }
-    codec = std::make_unique<nfs3::HandleCodec>(*key);
-    nfs3::ExportOptions export_options;
-    export_options.path = "/";
-    export_options.squash = *squash;
-    if (auto added = exports.Add(export_options, backend.get()); !added.ok()) {
-      log->error("export /: {}", added.status().ToString());
-      return 1;
-    }
-    rpc::RpcServerOptions rpc_options;
-    rpc_options.listen_address = HostOf(flags.listen);
-    rpc_options.worker_threads = flags.nfs_worker_threads;
-    const uint16_t nfs_port = *flags.nfs_port;
-    const uint16_t mount_port = flags.mount_port.value_or(nfs_port);
-    rpc_options.ports = {nfs_port};
-    size_t mount_index = 0;
-    if (mount_port != nfs_port || (flags.mount_port && nfs_port == 0)) {
-      mount_index = 1;
-      rpc_options.ports.push_back(mount_port);
-    }
-    nfs_server = std::make_unique<rpc::RpcServer>(rpc_options);
-    Status registered =
-        nfs_server->Register(std::make_shared<nfs3::NfsProgram>(&exports, codec.get()));
-    if (registered.ok()) {
-      registered =
-          nfs_server->Register(std::make_shared<mount::MountProgram>(&exports, codec.get()));
-    }
-    if (registered.ok()) registered = nfs_server->Start();
-    if (!registered.ok()) {
-      log->error("cannot serve NFS on {}: {}", rpc_options.listen_address, registered.ToString());
-      return 1;
-    }
-    const auto& ports = nfs_server->bound_ports();
-    nfs_text = " nfs=" + std::to_string(ports[0]) + " mount=" + std::to_string(ports[mount_index]);
+    nfs = std::move(started).value();
+    nfs_text =
+        " nfs=" + std::to_string(nfs->nfs_port) + " mount=" + std::to_string(nfs->mount_port);
   }
 
   hub::GcOptions gc_options;
@@ -191,15 +203,15 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   auto gc = std::make_unique<hub::GcRunner>(ns->get(), &chunks, gc_options);
 
   log->info("hub {} objects {}; listening grpc={}:{}{}", data_dir, (*objects)->Describe(),
-            HostOf(flags.listen), grpc_port, nfs_text);
+            HostOf(flags.listen), grpc_server->port, nfs_text);
 
   int sig = WaitForStopSignal(stop_signals);
   log->info("signal {} received, stopping", sig);
-  grpc_server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
-  if (nfs_server) nfs_server->Stop();
+  grpc_server->server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   int rc = 0;
-  if (backend) {
-    if (Status flushed = backend->FlushAll(); !flushed.ok()) {
+  if (nfs) {
+    nfs->server->Stop();
+    if (Status flushed = nfs->backend->FlushAll(); !flushed.ok()) {
       log->error("buffered NFS writes not saved: {}", flushed.ToString());
       rc = 1;
     }
@@ -232,6 +244,12 @@ int main(int argc, char** argv) {
                  "NFS identity squashing: none (trust client uids, like the gRPC API until "
                  "pairing lands), root or all")
       ->capture_default_str();
+  app.add_flag("--read-only", flags.read_only, "Refuse every change over NFS");
+  app.add_option("--anon-uid", flags.anon_uid, "uid of squashed NFS callers")
+      ->capture_default_str();
+  app.add_option("--anon-gid", flags.anon_gid, "gid of squashed NFS callers")
+      ->capture_default_str();
+  app.add_option("--allow", flags.allow, "NFS client address prefix allowed (CIDR); repeatable");
   app.add_option("--gc-grace", flags.gc_grace_seconds,
                  "Seconds an unreferenced chunk is kept before it is deleted")
       ->capture_default_str()
@@ -243,8 +261,7 @@ int main(int argc, char** argv) {
   app.add_option("--grpc-threads", flags.grpc_threads, "Most threads serving gRPC calls")
       ->capture_default_str()
       ->check(CLI::Range(4, 4096));
-  app.add_option("--nfs-worker-threads", flags.nfs_worker_threads,
-                 "Threads running NFS procedures")
+  app.add_option("--nfs-worker-threads", flags.nfs_worker_threads, "Threads running NFS procedures")
       ->capture_default_str();
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();

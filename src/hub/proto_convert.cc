@@ -53,10 +53,14 @@ namespace {
 
 Result<vfs::TimeUpdate> FromProto(v1::TimeUpdate how) {
   switch (how) {
-    case v1::DONT_CHANGE: return vfs::TimeUpdate::kDontChange;
-    case v1::SERVER_TIME: return vfs::TimeUpdate::kServerTime;
-    case v1::CLIENT_TIME: return vfs::TimeUpdate::kClientTime;
-    default: return Status::InvalidArgument("unknown time update " + std::to_string(how));
+    case v1::DONT_CHANGE:
+      return vfs::TimeUpdate::kDontChange;
+    case v1::SERVER_TIME:
+      return vfs::TimeUpdate::kServerTime;
+    case v1::CLIENT_TIME:
+      return vfs::TimeUpdate::kClientTime;
+    default:
+      return Status::InvalidArgument("unknown time update " + std::to_string(how));
   }
 }
 

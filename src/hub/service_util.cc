@@ -37,7 +37,8 @@ std::string Quote(std::string_view name) {
 
 Status CheckName(std::string_view name) {
   if (name.empty()) return Status::InvalidArgument("empty name");
-  if (name == "." || name == "..") return Status::InvalidArgument("name " + Quote(name) + " is reserved");
+  if (name == "." || name == "..")
+    return Status::InvalidArgument("name " + Quote(name) + " is reserved");
   if (name.find('/') != std::string_view::npos) {
     return Status::InvalidArgument("name " + Quote(name) + " contains '/'");
   }

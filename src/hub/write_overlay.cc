@@ -78,8 +78,6 @@ void WriteOverlay::Release(uint64_t begin, uint64_t end, uint64_t max_seq) {
   EraseInside(begin, end, [max_seq](const Piece& p) { return p.seq <= max_seq; });
 }
 
-uint64_t WriteOverlay::end() const {
-  return pieces_.empty() ? 0 : pieces_.rbegin()->second.end();
-}
+uint64_t WriteOverlay::end() const { return pieces_.empty() ? 0 : pieces_.rbegin()->second.end(); }
 
 }  // namespace geofs::hub

@@ -12,10 +12,12 @@ constexpr size_t kMinPlusEntryBytes = kMinDirEntryBytes + kPostOpAttrBytes + 4 +
 
 }  // namespace
 
-// Two exact budgets: `dircount` bounds the entry3 part of the entries
-// (fileid, name, cookie and list markers) and `maxcount` the whole encoded
-// READDIRPLUS3resok. Entries are added while the next one fits both; if not
-// even one fits (and the directory has one to give): NFS3ERR_TOOSMALL.
+// `maxcount` bounds the whole encoded READDIRPLUS3resok exactly. `dircount`
+// is treated as the hint RFC 1813 allows, as Linux's knfsd does: the Linux
+// client sends dircount = maxcount / 8, and honouring it as a hard cap would
+// halve the entries per reply and double the round trips of a listing.
+// Entries are added while the next one fits; if not even one fits (and the
+// directory has one to give): NFS3ERR_TOOSMALL.
 void ProcReaddirplus(const NfsContext& nfs, const rpc::CallContext& ctx, xdr::Decoder& args,
                      rpc::Responder respond) {
   std::span<const uint8_t> fh;
@@ -29,18 +31,17 @@ void ProcReaddirplus(const NfsContext& nfs, const rpc::CallContext& ctx, xdr::De
   if (!call->Resolve(ctx, fh)) return;
   size_t budget = std::min(maxcount, nfs.options.rtmax);
   size_t room = budget > kDirReplyFixedBytes ? budget - kDirReplyFixedBytes : 0;
-  size_t fit = std::min<size_t>(dircount / kMinDirEntryBytes, room / kMinPlusEntryBytes);
+  size_t fit = room / kMinPlusEntryBytes;
   req.max_entries = static_cast<uint32_t>(std::max<size_t>(1, fit));
   req.with_attrs = true;
   call->backend().ReadDir(
-      call->cred(), call->object(), req, [call, budget, dircount](Result<vfs::DirPage> r) {
+      call->cred(), call->object(), req, [call, budget](Result<vfs::DirPage> r) {
         if (!r.ok()) return call->Fail(r.status());
         const vfs::DirPage& page = *r;
         xdr::Encoder e = NfsCall::OkBody();
         EncodePostOpAttr(e, page.dir_attr, call->fsid());
         e.U64(page.verifier);
         size_t used = kDirReplyFixedBytes - (page.dir_attr ? 0 : kFattrBytes);
-        size_t dir_used = 0;
         size_t n = 0;
         for (const vfs::DirEntry& entry : page.entries) {
           size_t dir_cost = DirEntryBytes(entry.name.size());
@@ -50,8 +51,7 @@ void ProcReaddirplus(const NfsContext& nfs, const rpc::CallContext& ctx, xdr::De
             handle = call->HandleOf(entry.entry->handle);
             cost += kFattrBytes + 4 + xdr::Pad4(handle.size());
           }
-          if (dir_used + dir_cost > dircount || used + cost > budget) break;
-          dir_used += dir_cost;
+          if (used + cost > budget) break;
           used += cost;
           e.Bool(true);
           e.U64(entry.fileid);

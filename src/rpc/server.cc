@@ -213,7 +213,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
       reply.ForEachSegment(
           [this](std::span<const uint8_t> s) { segments_.emplace_back(s.data(), s.size()); });
     }
-    asio::async_write(socket_, std::span<const asio::const_buffer>(segments_),
+    size_t total = asio::buffer_size(segments_);
+    // Asio's default completion condition caps every write_some at 64 KiB,
+    // which turns one 1 MiB READ reply into 17 sendmsg calls; let each
+    // gather write offer the kernel everything that is left instead.
+    auto remaining = [total](const boost::system::error_code& ec, size_t done) -> size_t {
+      return ec || done >= total ? 0 : total - done;
+    };
+    asio::async_write(socket_, std::span<const asio::const_buffer>(segments_), remaining,
                       [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
                         self->OnWritten(ec);
                       });

@@ -40,18 +40,16 @@ class HubBackendTest : public ::testing::Test {
                      vfs::Credentials cred = Root()) {
     vfs::CreateRequest req;
     req.attrs.mode = mode;
-    auto r = Await<vfs::CreateReply>([&](auto cb) {
-      backend_->Create(cred, hub_.ns().RootHandle(), name, req, cb);
-    });
+    auto r = Await<vfs::CreateReply>(
+        [&](auto cb) { backend_->Create(cred, hub_.ns().RootHandle(), name, req, cb); });
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? r->object.handle : vfs::Handle();
   }
   Result<vfs::WriteReply> Write(const vfs::Handle& h, uint64_t offset, const std::string& data,
                                 vfs::Stability stability = vfs::Stability::kUnstable,
                                 vfs::Credentials cred = Root()) {
-    return Await<vfs::WriteReply>([&](auto cb) {
-      backend_->Write(cred, h, offset, Buffer::CopyOf(data), stability, cb);
-    });
+    return Await<vfs::WriteReply>(
+        [&](auto cb) { backend_->Write(cred, h, offset, Buffer::CopyOf(data), stability, cb); });
   }
   // Writes `data` at `offset` in 1 MiB UNSTABLE writes, like an NFS client.
   void WriteStream(const vfs::Handle& h, uint64_t offset, const std::string& data) {
@@ -83,8 +81,7 @@ class HubBackendTest : public ::testing::Test {
   Result<vfs::Wcc> Truncate(const vfs::Handle& h, uint64_t size) {
     vfs::SetAttrs attrs;
     attrs.size = size;
-    return Await<vfs::Wcc>(
-        [&](auto cb) { backend_->SetAttr(Root(), h, attrs, std::nullopt, cb); });
+    return Await<vfs::Wcc>([&](auto cb) { backend_->SetAttr(Root(), h, attrs, std::nullopt, cb); });
   }
   // What the namespace has committed, ignoring anything buffered.
   meta::ChunkMap Committed(const vfs::Handle& h) {
@@ -381,9 +378,8 @@ TEST_F(HubBackendTest, WritesCheckPermissionsAndObjects) {
   EXPECT_EQ(denied.status().code(), StatusCode::kAccessDenied);
   EXPECT_EQ(GetAttr(h)->size, 0u);
 
-  auto dir = Await<vfs::CreateReply>([&](auto cb) {
-    backend_->Mkdir(Root(), hub_.ns().RootHandle(), "d", vfs::SetAttrs{}, cb);
-  });
+  auto dir = Await<vfs::CreateReply>(
+      [&](auto cb) { backend_->Mkdir(Root(), hub_.ns().RootHandle(), "d", vfs::SetAttrs{}, cb); });
   ASSERT_TRUE(dir.ok());
   EXPECT_EQ(Write(dir->object.handle, 0, "x").status().code(), StatusCode::kIsDirectory);
   EXPECT_EQ(Write(h, UINT64_MAX - 1, "xyz").status().code(), StatusCode::kFileTooLarge);
@@ -392,8 +388,8 @@ TEST_F(HubBackendTest, WritesCheckPermissionsAndObjects) {
 TEST_F(HubBackendTest, BufferedWritesOfARemovedFileAreDropped) {
   vfs::Handle h = Create("f");
   ASSERT_TRUE(Write(h, 0, "doomed").ok());
-  auto removed = Await<vfs::Wcc>(
-      [&](auto cb) { backend_->Remove(Root(), hub_.ns().RootHandle(), "f", cb); });
+  auto removed =
+      Await<vfs::Wcc>([&](auto cb) { backend_->Remove(Root(), hub_.ns().RootHandle(), "f", cb); });
   ASSERT_TRUE(removed.ok());
   EXPECT_EQ(Commit(h).code(), StatusCode::kStale);
   EXPECT_TRUE(backend_->FlushAll().ok());

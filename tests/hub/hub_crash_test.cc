@@ -73,8 +73,8 @@ TEST(HubCrashTest, KillDuringImportLeavesNoTornFile) {
       auto back = (*nfs)->ReadFile("/set/" + rel);
       if (!back.ok()) continue;  // not created yet
       if (back->empty() && !content.empty()) continue;
-      EXPECT_TRUE(*back == content) << rel << " is torn: " << back->size() << " of "
-                                    << content.size() << " bytes";
+      EXPECT_TRUE(*back == content)
+          << rel << " is torn: " << back->size() << " of " << content.size() << " bytes";
       ++whole;
     }
     RecordProperty("whole_after_round_" + std::to_string(round), whole);

@@ -121,9 +121,9 @@ Result<int> Child::Wait(std::chrono::milliseconds timeout) {
   while (!Exited(&status)) {
     if (std::chrono::steady_clock::now() > deadline) {
       Kill();
-      return Status(StatusCode::kDeadlineExceeded,
-                    options_.argv[0] + " still running after " + std::to_string(timeout.count()) +
-                        " ms; stderr:\n" + Stderr());
+      return Status(StatusCode::kDeadlineExceeded, options_.argv[0] + " still running after " +
+                                                       std::to_string(timeout.count()) +
+                                                       " ms; stderr:\n" + Stderr());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -228,8 +228,8 @@ void HubProcess::Kill() {
 
 std::string HubProcess::NfsUrl(uint32_t uid, uint32_t gid) const {
   return "nfs://127.0.0.1/?version=3&nfsport=" + std::to_string(nfs_port_) +
-         "&mountport=" + std::to_string(mount_port_) + "&autoreconnect=0&uid=" +
-         std::to_string(uid) + "&gid=" + std::to_string(gid);
+         "&mountport=" + std::to_string(mount_port_) +
+         "&autoreconnect=0&uid=" + std::to_string(uid) + "&gid=" + std::to_string(gid);
 }
 
 std::string HubProcess::Log() const { return ReadWhole(log_path_); }

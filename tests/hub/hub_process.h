@@ -74,8 +74,8 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                  std::chrono::milliseconds timeout = std::chrono::minutes(2));
 
 struct HubOptions {
-  bool nfs = false;              // also serve NFS (ports picked by the hub)
-  std::string object_store;      // --object-store; empty: the default
+  bool nfs = false;          // also serve NFS (ports picked by the hub)
+  std::string object_store;  // --object-store; empty: the default
   std::vector<std::string> extra_args;
   std::vector<std::string> env;
 };

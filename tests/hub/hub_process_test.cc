@@ -1,5 +1,7 @@
 // geofs-hubd and geofsctl as processes: import, stats, fsck, re-import, and
 // the hub's NFS export read and written with libnfs.
+#include "hub_process.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
@@ -8,7 +10,6 @@
 #include <regex>
 #include <thread>
 
-#include "hub_process.h"
 #include "hub_test_tree.h"
 #include "tools/nfs_client.h"
 
@@ -50,8 +51,8 @@ void ExpectHubHolds(const HubProcess& hub, const SourceTree& tree, const std::st
   for (const auto& [rel, content] : tree.files()) {
     auto back = (*nfs)->ReadFile(hub_dir + "/" + rel);
     ASSERT_TRUE(back.ok()) << rel << ": " << back.status().ToString();
-    EXPECT_TRUE(*back == content) << rel << " differs (" << back->size() << " vs "
-                                  << content.size() << " bytes)";
+    EXPECT_TRUE(*back == content) << rel << " differs (" << back->size() << " vs " << content.size()
+                                  << " bytes)";
   }
 }
 
@@ -147,12 +148,10 @@ TEST_F(HubProcessTest, ImportDedupesSkipsWhatItCannotReadAndReimportsOnlyChanges
   auto edited = hub_->Ctl({"import", tree.root(), "/sets/one"}, kNobody);
   ASSERT_TRUE(edited.ok());
   EXPECT_EQ(edited->exit_code, 3) << edited->err;
-  EXPECT_NE(edited->out.find("(1 new or changed, 3 unchanged)"), std::string::npos)
-      << edited->out;
+  EXPECT_NE(edited->out.find("(1 new or changed, 3 unchanged)"), std::string::npos) << edited->out;
   EXPECT_GT(NewBytesStored(edited->out), 0u);
   EXPECT_LE(NewBytesStored(edited->out), 2 * 4 * kMiB) << edited->out;
-  EXPECT_NE(edited->out.find("removed:          1 hub entries"), std::string::npos)
-      << edited->out;
+  EXPECT_NE(edited->out.find("removed:          1 hub entries"), std::string::npos) << edited->out;
   imported = tree;
   imported.Forget("secret");
   ExpectHubHolds(*hub_, imported, "/sets/one");

@@ -5,6 +5,7 @@
 
 #include "chunk/chunk_codec.h"
 #include "hub/chunk_ids.h"
+#include "hub/grpc_server.h"
 #include "hub/grpc_status.h"
 #include "hub_test_util.h"
 
@@ -151,10 +152,10 @@ class HubServiceTest : public ::testing::Test {
       auto reader = stub_->ReadChunks(&ctx, req);
       v1::ChunkData chunk;
       EXPECT_TRUE(reader->Read(&chunk));
-      auto raw = chunk::DecodeChunk(Buffer::CopyOf(chunk.data()),
-                                    *chunk::ChunkId::FromBytes(std::span(
-                                        reinterpret_cast<const uint8_t*>(e.chunk_id().data()),
-                                        32)));
+      auto raw =
+          chunk::DecodeChunk(Buffer::CopyOf(chunk.data()),
+                             *chunk::ChunkId::FromBytes(std::span(
+                                 reinterpret_cast<const uint8_t*>(e.chunk_id().data()), 32)));
       EXPECT_TRUE(raw.ok());
       if (raw.ok()) {
         out.replace(e.offset(), e.length(),
@@ -298,8 +299,8 @@ TEST_F(HubServiceTest, ChunksCommitsAndReads) {
   const chunk::ChunkId text_id = IdOf(text), random_id = IdOf(random);
 
   v1::FindMissingChunksRequest find;
-  for (const auto& [id, size] : {std::pair{text_id, text.size()}, {random_id, random.size()},
-                                 {text_id, text.size()}}) {
+  for (const auto& [id, size] :
+       {std::pair{text_id, text.size()}, {random_id, random.size()}, {text_id, text.size()}}) {
     auto* ref = find.add_chunks();
     ref->set_chunk_id(IdBytes(id));
     ref->set_raw_length(size);
@@ -310,8 +311,8 @@ TEST_F(HubServiceTest, ChunksCommitsAndReads) {
   EXPECT_EQ(missing.missing(0), IdBytes(text_id));
 
   v1::PutChunksResponse put;
-  auto r = PutChunks({{IdBytes(text_id), Encode(text)}, {IdBytes(random_id), Encode(random)}},
-                     &put);
+  auto r =
+      PutChunks({{IdBytes(text_id), Encode(text)}, {IdBytes(random_id), Encode(random)}}, &put);
   ASSERT_TRUE(r.ok()) << r.status.error_message();
   EXPECT_EQ(put.received(), 2u);
   EXPECT_EQ(put.stored(), 2u);
@@ -349,8 +350,8 @@ TEST_F(HubServiceTest, ChunksCommitsAndReads) {
   v1::GetChunkMapResponse map = ChunkMap(file.ref());
   EXPECT_EQ(map.version(), committed.version());
   ASSERT_EQ(map.extents_size(), 2);
-  const std::string expected = text + std::string(1000, '\0') + random.substr(500, 1000) +
-                               std::string(1000, '\0');
+  const std::string expected =
+      text + std::string(1000, '\0') + random.substr(500, 1000) + std::string(1000, '\0');
   EXPECT_TRUE(ReadFile(file.ref()) == expected);
 
   // ReadChunks sends the stored (compressed) form to readers that accept
@@ -613,6 +614,39 @@ TEST(GrpcStatusTest, RoundTripsEveryCode) {
   }
   EXPECT_TRUE(ToGrpcStatus(Status::Ok(), nullptr).ok());
   EXPECT_FALSE(CodeFromToken("no such token"));
+}
+
+}  // namespace
+}  // namespace geofs::hub
+
+namespace geofs::hub {
+namespace {
+
+TEST(HubGrpcServerTest, OversizedMessagesAreRefusedAndTheServerGoesOn) {
+  testing::MemoryHub hub;
+  HubService service(&hub.ns(), &hub.chunks());
+  auto server = StartGrpcServer(&service, GrpcServerOptions{});
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(64 << 20);
+  auto stub = v1::Hub::NewStub(grpc::CreateCustomChannel(
+      "127.0.0.1:" + std::to_string(server->port), grpc::InsecureChannelCredentials(), args));
+  {
+    grpc::ClientContext ctx;
+    v1::PutChunksResponse resp;
+    auto writer = stub->PutChunks(&ctx, &resp);
+    v1::PutChunkRequest req;
+    req.set_chunk_id(std::string(32, 'x'));
+    req.set_data(std::string(17 << 20, 'y'));
+    writer->Write(req);
+    writer->WritesDone();
+    EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+  grpc::ClientContext ctx;
+  v1::StatsResponse stats;
+  EXPECT_TRUE(stub->Stats(&ctx, v1::StatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.stored_chunks(), 0u);
+  server->server->Shutdown();
 }
 
 }  // namespace

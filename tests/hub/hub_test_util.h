@@ -13,6 +13,7 @@
 #include "hub/hub_backend.h"
 #include "meta/memory_kv_store.h"
 #include "meta/namespace.h"
+#include "object/fault_injection_object_store.h"
 #include "object/memory_object_store.h"
 
 namespace geofs::hub::testing {
@@ -39,20 +40,23 @@ inline std::string RandomBytes(size_t n, uint64_t seed) {
   return out;
 }
 
-// A namespace and chunk store in memory; the state survives Restart() of
-// whatever sits on top (like the hub's RocksDB and object store would).
+// A namespace and chunk store in memory; the state survives a restart of
+// whatever sits on top (like the hub's RocksDB and object store would). The
+// chunk store reaches the objects through a fault injector (no faults until
+// a test adds some).
 class MemoryHub {
  public:
   MemoryHub() {
     auto ns = meta::Namespace::Open(&kv_);
     EXPECT_TRUE(ns.ok()) << ns.status().ToString();
     ns_ = std::move(ns).value();
-    chunks_ = std::make_unique<chunk::ChunkStore>(&objects_);
+    chunks_ = std::make_unique<chunk::ChunkStore>(&faults_);
   }
 
   meta::Namespace& ns() { return *ns_; }
   chunk::ChunkStore& chunks() { return *chunks_; }
   object::MemoryObjectStore& objects() { return objects_; }
+  object::FaultInjectionObjectStore& faults() { return faults_; }
 
   // Stored-form bytes of every chunk in the store.
   uint64_t StoredBytes() {
@@ -68,6 +72,7 @@ class MemoryHub {
  private:
   meta::MemoryKvStore kv_;
   object::MemoryObjectStore objects_;
+  object::FaultInjectionObjectStore faults_{&objects_};
   std::unique_ptr<meta::Namespace> ns_;
   std::unique_ptr<chunk::ChunkStore> chunks_;
 };

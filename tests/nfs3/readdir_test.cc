@@ -130,15 +130,12 @@ TEST_F(ReaddirTest, TenThousandEntriesPagedWithReaddirplus) {
     ASSERT_EQ(page.status, NfsStat::kOk) << "after cookie " << cookie;
     ASSERT_FALSE(page.entries.empty());
     EXPECT_LE(page.resok_bytes, 4096u);
-    size_t dir_bytes = 0;
     for (const Entry& e : page.entries) {
       ++seen[e.name];
-      dir_bytes += EntryBytes(e);
       ASSERT_TRUE(e.attr && e.fh) << e.name;
       EXPECT_EQ(e.attr->fileid, e.fileid);
       EXPECT_EQ(e.attr->fsid, export_->id);
     }
-    EXPECT_LE(dir_bytes, 512u);
     cookie = page.entries.back().cookie;
     verf = page.verifier;
     eof = page.eof;
@@ -183,7 +180,8 @@ TEST_F(ReaddirTest, PagesAreFilledExactlyToTheBudget) {
   }
 }
 
-TEST_F(ReaddirTest, PlusPagesAreFilledExactlyToBothBudgets) {
+// dircount is a hint (as in Linux's knfsd): pages fill to maxcount.
+TEST_F(ReaddirTest, PlusPagesAreFilledExactlyToMaxcount) {
   Bytes dir = Populate(200);
   struct Budget {
     uint32_t dircount, maxcount;
@@ -195,10 +193,7 @@ TEST_F(ReaddirTest, PlusPagesAreFilledExactlyToBothBudgets) {
                           Args().Fh(dir).U64(cookie).U64(0).U32(b.dircount).U32(b.maxcount));
       Page page = ParsePage(r, true);
       ASSERT_EQ(page.status, NfsStat::kOk);
-      size_t dir_bytes = 0;
-      for (const Entry& e : page.entries) dir_bytes += EntryBytes(e);
       EXPECT_LE(page.resok_bytes, b.maxcount);
-      EXPECT_LE(dir_bytes, b.dircount);
       eof = page.eof;
       cookie = page.entries.back().cookie;
       if (!eof) {
@@ -209,8 +204,7 @@ TEST_F(ReaddirTest, PlusPagesAreFilledExactlyToBothBudgets) {
         ASSERT_FALSE(next.entries.empty());
         const Entry& e = next.entries.front();
         size_t plus_bytes = EntryBytes(e) + 4 + kFattrBytes + 4 + 4 + xdr::Pad4(e.fh->size());
-        EXPECT_TRUE(page.resok_bytes + plus_bytes > b.maxcount ||
-                    dir_bytes + EntryBytes(e) > b.dircount);
+        EXPECT_GT(page.resok_bytes + plus_bytes, b.maxcount);
       }
     }
   }
@@ -223,8 +217,6 @@ TEST_F(ReaddirTest, TooSmallForOneEntry) {
   xdr::Decoder d = r.After();
   EXPECT_TRUE(ReadPostOpAttr(d));
   EXPECT_EQ(Call(NfsProc::kReaddir, Args().Fh(dir).U64(0).U64(0).U32(0)).status(),
-            NfsStat::kTooSmall);
-  EXPECT_EQ(Call(NfsProc::kReaddirplus, Args().Fh(dir).U64(0).U64(0).U32(10).U32(65536)).status(),
             NfsStat::kTooSmall);
   EXPECT_EQ(Call(NfsProc::kReaddirplus, Args().Fh(dir).U64(0).U64(0).U32(4096).U32(200)).status(),
             NfsStat::kTooSmall);

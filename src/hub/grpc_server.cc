@@ -1,0 +1,30 @@
+#include "hub/grpc_server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
+
+namespace geofs::hub {
+
+Result<GrpcServer> StartGrpcServer(grpc::Service* service, const GrpcServerOptions& options) {
+  grpc::ServerBuilder builder;
+  GrpcServer out;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &out.port);
+  builder.RegisterService(service);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  grpc::ResourceQuota quota("geofs-hub");
+  quota.SetMaxThreads(options.max_threads);
+  builder.SetResourceQuota(quota);
+  // Ping idle connections, so that a peer that vanished mid-stream is
+  // noticed and its call cancelled.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  out.server = builder.BuildAndStart();
+  if (!out.server || out.port == 0) {
+    return Status::Unavailable("cannot serve gRPC on " + options.listen);
+  }
+  return out;
+}
+
+}  // namespace geofs::hub
