@@ -13,6 +13,7 @@
 
 #include "chunk/chunk_store.h"
 #include "common/logging.h"
+#include "common/stop_signals.h"
 #include "hub/gc_runner.h"
 #include "hub/grpc_server.h"
 #include "hub/hub_backend.h"
@@ -37,23 +38,14 @@ struct Flags {
   std::string object_store;
   std::optional<uint16_t> nfs_port;
   std::optional<uint16_t> mount_port;
-  std::string squash = "none";
-  bool read_only = false;
-  uint32_t anon_uid = 65534;
-  uint32_t anon_gid = 65534;
-  std::vector<std::string> allow;
+  // The hub's own export trusts client uids by default, like its gRPC API.
+  nfs3::ExportPolicyText policy{.squash = "none"};
   std::string log_level = "info";
   int64_t gc_grace_seconds = 3600;
   int64_t gc_interval_seconds = 600;
   int grpc_threads = 64;
   size_t nfs_worker_threads = 16;
 };
-
-int WaitForStopSignal(const sigset_t& signals) {
-  int sig = 0;
-  sigwait(&signals, &sig);
-  return sig;
-}
 
 // "HOST:PORT" or "[V6]:PORT" -> the host without brackets.
 std::string HostOf(const std::string& listen) {
@@ -62,24 +54,6 @@ std::string HostOf(const std::string& listen) {
     host = host.substr(1, host.size() - 2);
   }
   return host;
-}
-
-// The export policy the flags ask for.
-Result<nfs3::ExportOptions> ExportOptionsOf(const Flags& flags) {
-  nfs3::ExportOptions options;
-  options.path = "/";
-  options.read_only = flags.read_only;
-  options.anon_uid = flags.anon_uid;
-  options.anon_gid = flags.anon_gid;
-  auto squash = nfs3::ParseSquash(flags.squash);
-  if (!squash.ok()) return Status(squash.status().code(), "--squash " + flags.squash);
-  options.squash = *squash;
-  for (const auto& text : flags.allow) {
-    auto cidr = nfs3::Cidr::Parse(text);
-    if (!cidr.ok()) return Status(cidr.status().code(), "--allow " + text);
-    options.allow.push_back(*cidr);
-  }
-  return options;
 }
 
 // The namespace served over NFSv3 + MOUNT v3.
@@ -134,7 +108,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
     log->error("--mount-port needs --nfs-port");
     return 2;
   }
-  auto export_options = ExportOptionsOf(flags);
+  auto export_options = nfs3::ParseExportOptions("/", flags.policy);
   if (!export_options.ok()) {
     log->error("{}", export_options.status().ToString());
     return 2;
@@ -240,16 +214,17 @@ int main(int argc, char** argv) {
                  "Serve the namespace over NFSv3 on this port (0: pick one)");
   app.add_option("--mount-port", flags.mount_port,
                  "MOUNT port (default: the NFS port; 0: pick one)");
-  app.add_option("--squash", flags.squash,
+  app.add_option("--squash", flags.policy.squash,
                  "NFS identity squashing: none (trust client uids, like the gRPC API until "
                  "pairing lands), root or all")
       ->capture_default_str();
-  app.add_flag("--read-only", flags.read_only, "Refuse every change over NFS");
-  app.add_option("--anon-uid", flags.anon_uid, "uid of squashed NFS callers")
+  app.add_flag("--read-only", flags.policy.read_only, "Refuse every change over NFS");
+  app.add_option("--anon-uid", flags.policy.anon_uid, "uid of squashed NFS callers")
       ->capture_default_str();
-  app.add_option("--anon-gid", flags.anon_gid, "gid of squashed NFS callers")
+  app.add_option("--anon-gid", flags.policy.anon_gid, "gid of squashed NFS callers")
       ->capture_default_str();
-  app.add_option("--allow", flags.allow, "NFS client address prefix allowed (CIDR); repeatable");
+  app.add_option("--allow", flags.policy.allow,
+                 "NFS client address prefix allowed (CIDR); repeatable");
   app.add_option("--gc-grace", flags.gc_grace_seconds,
                  "Seconds an unreferenced chunk is kept before it is deleted")
       ->capture_default_str()
@@ -271,11 +246,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--log-level %s: unknown level\n", flags.log_level.c_str());
     return 2;
   }
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals = geofs::BlockStopSignals();
   return geofs::Run(flags, stop_signals);
 }

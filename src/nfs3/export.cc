@@ -187,4 +187,24 @@ const Export* ExportTable::FindById(uint32_t id) const {
   return nullptr;
 }
 
+Result<ExportOptions> ParseExportOptions(std::string path, const ExportPolicyText& policy) {
+  ExportOptions options;
+  options.path = std::move(path);
+  options.read_only = policy.read_only;
+  options.anon_uid = policy.anon_uid;
+  options.anon_gid = policy.anon_gid;
+  auto squash = ParseSquash(policy.squash);
+  if (!squash.ok()) {
+    return Status::InvalidArgument("--squash " + policy.squash + ": " + squash.status().ToString());
+  }
+  options.squash = *squash;
+  for (const std::string& text : policy.allow) {
+    auto cidr = Cidr::Parse(text);
+    if (!cidr.ok())
+      return Status::InvalidArgument("--allow " + text + ": " + cidr.status().ToString());
+    options.allow.push_back(*cidr);
+  }
+  return options;
+}
+
 }  // namespace geofs::nfs3

@@ -57,6 +57,20 @@ struct ExportOptions {
   std::vector<Cidr> allow;
 };
 
+// The export policy as daemons take it on their command lines
+// (--read-only, --squash, --anon-uid, --anon-gid, --allow).
+struct ExportPolicyText {
+  bool read_only = false;
+  std::string squash = "root";
+  uint32_t anon_uid = 65534;
+  uint32_t anon_gid = 65534;
+  std::vector<std::string> allow;
+};
+
+// ExportOptions for `path` under `policy`; kInvalidArgument naming the flag
+// (e.g. "--allow 10.0.0.0/33: ...") if a value does not parse.
+Result<ExportOptions> ParseExportOptions(std::string path, const ExportPolicyText& policy);
+
 // One served tree. Immutable once added to an ExportTable.
 struct Export {
   // Stable identity derived from the path: carried in every file handle and

@@ -1,6 +1,6 @@
 // geofs-spoked: serves a directory over NFSv3 + MOUNT v3 (standalone mode).
 // main() only parses flags and wires the parts together.
-#include <csignal>
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -8,9 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "common/logging.h"
+#include "common/stop_signals.h"
 #include "mount/mount_program.h"
 #include "nfs3/export.h"
 #include "nfs3/handle_codec.h"
@@ -28,11 +27,7 @@ struct Flags {
   uint16_t nfs_port = 2049;
   uint16_t mount_port = 0;
   std::optional<uint16_t> portmap_port;
-  bool read_only = false;
-  std::string squash = "root";
-  uint32_t anon_uid = 65534;
-  uint32_t anon_gid = 65534;
-  std::vector<std::string> allow;
+  nfs3::ExportPolicyText policy;
   std::string state_dir;
   std::string log_level = "info";
   size_t worker_threads = 16;
@@ -47,14 +42,6 @@ std::string DefaultStateDir(const std::string& export_dir) {
   }();
   std::string id = std::to_string(nfs3::ExportIdForPath(export_dir));
   return base + "/standalone-" + id;
-}
-
-// Blocks until SIGINT or SIGTERM. The signals are blocked in every thread
-// (set before any thread starts), so only this sigwait sees them.
-int WaitForStopSignal(const sigset_t& signals) {
-  int sig = 0;
-  sigwait(&signals, &sig);
-  return sig;
 }
 
 int Run(const Flags& flags, const sigset_t& stop_signals) {
@@ -73,24 +60,10 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
     return 2;
   }
 
-  auto squash = nfs3::ParseSquash(flags.squash);
-  if (!squash.ok()) {
-    log->error("--squash {}: {}", flags.squash, squash.status().ToString());
+  auto export_options = nfs3::ParseExportOptions("/", flags.policy);
+  if (!export_options.ok()) {
+    log->error("{}", export_options.status().message());
     return 2;
-  }
-  nfs3::ExportOptions export_options;
-  export_options.path = "/";
-  export_options.read_only = flags.read_only;
-  export_options.squash = *squash;
-  export_options.anon_uid = flags.anon_uid;
-  export_options.anon_gid = flags.anon_gid;
-  for (const auto& text : flags.allow) {
-    auto cidr = nfs3::Cidr::Parse(text);
-    if (!cidr.ok()) {
-      log->error("--allow {}: {}", text, cidr.status().ToString());
-      return 2;
-    }
-    export_options.allow.push_back(*cidr);
   }
   if (flags.portmap_port && (flags.nfs_port == 0 || flags.mount_port == 0)) {
     log->error("--portmap-port needs fixed --nfs-port and --mount-port to advertise");
@@ -109,7 +82,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   }
   nfs3::HandleCodec codec(*key);
   nfs3::ExportTable exports;
-  if (auto added = exports.Add(export_options, backend->get()); !added.ok()) {
+  if (auto added = exports.Add(*export_options, backend->get()); !added.ok()) {
     log->error("export {}: {}", export_dir, added.status().ToString());
     return 1;
   }
@@ -152,8 +125,8 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   std::string portmap_text =
       flags.portmap_port ? " portmap=" + std::to_string(ports.back()) : std::string();
   log->info("serving {} as export / {}; listening on {} nfs={} mount={}{}", export_dir,
-            flags.read_only ? "read-only" : "read-write", flags.listen, ports[0], ports[mount_index],
-            portmap_text);
+            flags.policy.read_only ? "read-only" : "read-write", flags.listen, ports[0],
+            ports[mount_index], portmap_text);
 
   int sig = WaitForStopSignal(stop_signals);
   log->info("signal {} received, stopping", sig);
@@ -176,12 +149,14 @@ int main(int argc, char** argv) {
                  "MOUNT port; may equal --nfs-port (0: pick a free one)")
       ->capture_default_str();
   app.add_option("--portmap-port", flags.portmap_port, "Also answer PORTMAP v2 on this port");
-  app.add_flag("--read-only", flags.read_only, "Refuse every change");
-  app.add_option("--squash", flags.squash, "Identity squashing: root, none or all")
+  app.add_flag("--read-only", flags.policy.read_only, "Refuse every change");
+  app.add_option("--squash", flags.policy.squash, "Identity squashing: root, none or all")
       ->capture_default_str();
-  app.add_option("--anon-uid", flags.anon_uid, "uid of squashed callers")->capture_default_str();
-  app.add_option("--anon-gid", flags.anon_gid, "gid of squashed callers")->capture_default_str();
-  app.add_option("--allow", flags.allow, "Client address prefix allowed (CIDR); repeatable");
+  app.add_option("--anon-uid", flags.policy.anon_uid, "uid of squashed callers")
+      ->capture_default_str();
+  app.add_option("--anon-gid", flags.policy.anon_gid, "gid of squashed callers")
+      ->capture_default_str();
+  app.add_option("--allow", flags.policy.allow, "Client address prefix allowed (CIDR); repeatable");
   app.add_option("--state-dir", flags.state_dir,
                  "Keeps the file-handle key (default: /var/lib/geofs/standalone-<id>)");
   app.add_option("--worker-threads", flags.worker_threads, "Threads running NFS procedures")
@@ -194,12 +169,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--log-level %s: unknown level\n", flags.log_level.c_str());
     return 2;
   }
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  // A client that resets its connection must not kill the server on write.
-  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals = geofs::BlockStopSignals();
   return geofs::Run(flags, stop_signals);
 }

@@ -161,3 +161,42 @@ TEST(AllowTest, EmptyAllowlistAllowsEveryone) {
 
 }  // namespace
 }  // namespace geofs::nfs3
+
+namespace geofs::nfs3 {
+namespace {
+
+TEST(ParseExportOptionsTest, TurnsDaemonFlagsIntoAPolicy) {
+  ExportPolicyText policy;
+  policy.read_only = true;
+  policy.squash = "all";
+  policy.anon_uid = 7;
+  policy.anon_gid = 8;
+  policy.allow = {"10.0.0.0/8", "::1"};
+  auto options = ParseExportOptions("/datasets", policy);
+  ASSERT_TRUE(options.ok()) << options.status().ToString();
+  EXPECT_EQ(options->path, "/datasets");
+  EXPECT_TRUE(options->read_only);
+  EXPECT_EQ(options->squash, Squash::kAll);
+  EXPECT_EQ(options->anon_uid, 7u);
+  EXPECT_EQ(options->anon_gid, 8u);
+  ASSERT_EQ(options->allow.size(), 2u);
+  EXPECT_EQ(options->allow[0].ToString(), "10.0.0.0/8");
+}
+
+TEST(ParseExportOptionsTest, ErrorsNameTheFlag) {
+  ExportPolicyText bad_squash;
+  bad_squash.squash = "some";
+  auto r = ParseExportOptions("/", bad_squash);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--squash some"), std::string_view::npos);
+
+  ExportPolicyText bad_allow;
+  bad_allow.allow = {"10.0.0.0/33"};
+  r = ParseExportOptions("/", bad_allow);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("--allow 10.0.0.0/33"), std::string_view::npos);
+}
+
+}  // namespace
+}  // namespace geofs::nfs3
