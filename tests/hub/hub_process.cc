@@ -148,6 +148,16 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, std::opti
   Child::Options options;
   options.argv = argv;
   options.uid = uid;
+  if (uid) {
+    // Another user may not be able to reach the build tree (a checkout under
+    // a 0700 directory): run a copy from this world-readable directory.
+    std::string copy = dir.path() + "/" + std::filesystem::path(argv[0]).filename().string();
+    std::error_code ec;
+    std::filesystem::copy_file(argv[0], copy, ec);
+    if (ec) return Status::IoError("copying " + argv[0] + ": " + ec.message());
+    ::chmod(copy.c_str(), 0755);
+    options.argv[0] = copy;
+  }
   options.stdout_path = dir.path() + "/out";
   options.stderr_path = dir.path() + "/err";
   GEOFS_ASSIGN_OR_RETURN(std::unique_ptr<Child> child, Child::Start(options));
