@@ -1,0 +1,92 @@
+// WriteJournal: NFS writes a spoke has accepted but not yet committed at the
+// hub, kept on the spoke's disk so that an acknowledged write survives a
+// crash of the spoke or the hub.
+//
+// Writes are appended to a log in the journal directory. Sync() makes every
+// write appended so far durable (the spoke calls it before it answers
+// FILE_SYNC or COMMIT). After a restart, Open() replays the log, so the
+// pending writes are exactly the synced ones (plus possibly some unsynced
+// ones that happened to reach the disk; a torn tail record is ignored).
+// The JournalUploader (journal_uploader.h) turns pending writes into hub
+// commits and then calls Release(), which lets the log space be reused.
+//
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "geofs/buffer.h"
+#include "geofs/status.h"
+
+namespace geofs::spoke {
+
+// A hub file: inode and generation (never reused).
+struct FileKey {
+  uint64_t ino = 0;
+  uint64_t gen = 0;
+  bool operator==(const FileKey&) const = default;
+};
+
+struct WriteJournalOptions {
+  std::string dir;                  // created if missing
+  uint64_t max_bytes = 8ull << 30;  // log space; Append answers kNoSpace beyond it
+};
+
+// One contiguous range of pending data of a file, newest write wins.
+struct PendingRange {
+  uint64_t offset = 0;
+  Buffer data;
+};
+
+struct FilePending {
+  FileKey file;
+  // The file size the pending writes imply (max end of any write; 0 if none
+  // extends it) — the spoke reports max(hub size, this).
+  uint64_t end = 0;
+  uint64_t upto_seq = 0;  // the newest write included
+};
+
+struct WriteJournalStats {
+  uint64_t pending_files = 0;
+  uint64_t pending_bytes = 0;  // payload bytes not yet released
+  uint64_t log_bytes = 0;      // bytes the log occupies on disk
+  uint64_t appends = 0;
+  uint64_t syncs = 0;
+};
+
+class WriteJournal {
+ public:
+  static Result<std::unique_ptr<WriteJournal>> Open(const WriteJournalOptions& options);
+  virtual ~WriteJournal() = default;
+
+  // Records a write; returns its sequence number (increasing). Not durable
+  // until Sync(). kNoSpace when the log is full or the disk is; nothing of
+  // the write is recorded then.
+  virtual Result<uint64_t> Append(const FileKey& file, uint64_t offset,
+                                  std::span<const uint8_t> data) = 0;
+  // Makes every write appended so far durable.
+  virtual Status Sync() = 0;
+
+  // The pending bytes of `file` within [offset, offset + length), merged
+  // (newest write wins), sorted by offset, non-overlapping. Empty when none.
+  virtual std::vector<PendingRange> Read(const FileKey& file, uint64_t offset,
+                                         uint64_t length) const = 0;
+  // Files with pending writes, oldest first.
+  virtual std::vector<FilePending> PendingFiles() const = 0;
+  virtual std::optional<FilePending> Pending(const FileKey& file) const = 0;
+  // Forgets the writes of `file` with seq <= upto_seq (they are committed
+  // at the hub). Writes appended later stay pending.
+  virtual Status Release(const FileKey& file, uint64_t upto_seq) = 0;
+  // Drops every pending write of `file` (the file was removed at the hub).
+  virtual Status Discard(const FileKey& file) = 0;
+
+  virtual WriteJournalStats Stats() const = 0;
+};
+
+}  // namespace geofs::spoke
