@@ -13,10 +13,15 @@ packages=(
   libnfs-dev libnfs-utils libcli11-dev nlohmann-json3-dev libfuse3-dev fuse3
   clang libclang-rt-14-dev
   rpcbind
+  # tests/realprog: a PyTorch DataLoader through the FUSE bridge (174
+  # packages, about 600 MiB installed; under 2 minutes here).
+  python3-torch
 )
 
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(nfs-ganesha nfs-ganesha-vfs)
+  # NFS-Ganesha for bench/compare_ganesha.sh; awscli (/usr/bin/aws) for the
+  # `aws s3 sync` column of bench/import_bench.sh.
+  packages+=(nfs-ganesha nfs-ganesha-vfs awscli)
 fi
 
 missing=()

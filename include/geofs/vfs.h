@@ -246,6 +246,11 @@ class Backend {
   virtual ~Backend() = default;
 
   virtual Capabilities GetCapabilities() const = 0;
+  // Whether GetAttr, Lookup, LookupParent and Access finish within
+  // microseconds without waiting on slow I/O (they answer from memory or
+  // local file system metadata), so a front end may run them on its network
+  // threads instead of handing them to workers.
+  virtual bool QuickMetadata() const { return false; }
   // The handle of the tree's root directory.
   virtual Result<Handle> Root() = 0;
 

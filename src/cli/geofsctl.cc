@@ -173,6 +173,11 @@ int Stats(const HubClient& hub, bool json) {
         {"stored_chunks", resp.stored_chunks()},
         {"stored_bytes", resp.stored_bytes()},
         {"object_store", resp.object_store()},
+        {"sessions", resp.sessions()},
+        {"detached_sessions", resp.detached_sessions()},
+        {"read_leases", resp.read_leases()},
+        {"write_leases", resp.write_leases()},
+        {"invalidations_sent", resp.invalidations_sent()},
     };
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -198,6 +203,13 @@ int Stats(const HubClient& hub, bool json) {
       Ratio(resp.referenced_raw_bytes() + resp.unreferenced_raw_bytes(), resp.stored_bytes())
           .c_str(),
       resp.object_store().c_str());
+  std::printf("coherence:    %llu sessions (+%llu detached), %llu read leases, %llu write leases, "
+              "%llu invalidations sent\n",
+              static_cast<unsigned long long>(resp.sessions()),
+              static_cast<unsigned long long>(resp.detached_sessions()),
+              static_cast<unsigned long long>(resp.read_leases()),
+              static_cast<unsigned long long>(resp.write_leases()),
+              static_cast<unsigned long long>(resp.invalidations_sent()));
   return 0;
 }
 

@@ -24,7 +24,11 @@ Status HubBackendOptions::Validate() const {
 }
 
 HubBackend::HubBackend(meta::Namespace* ns, chunk::ChunkStore* chunks, HubBackendOptions options)
-    : ns_(ns), chunks_(chunks), options_(std::move(options)), cache_(options_.chunk_cache_bytes) {
+    : ns_(ns),
+      chunks_(chunks),
+      options_(std::move(options)),
+      gate_(ns, options_.leases),
+      cache_(options_.chunk_cache_bytes) {
   if (options_.dirty_expire.count() > 0) {
     flusher_ = std::jthread([this](std::stop_token stop) { BackgroundFlusher(stop); });
   }
@@ -121,7 +125,8 @@ void HubBackend::SetAttr(const vfs::Credentials& cred, const vfs::Handle& h,
   // the times being set; committing them first keeps the order the client
   // sees.
   if (Status flushed = FlushIfDirty(h); !flushed.ok()) return cb(flushed);
-  Reply(ns_->SetAttr(cred, h, attrs, guard_ctime), cb, [this](vfs::Wcc& w) { PatchReply(w); });
+  Reply(gate_.SetAttr(kNoSession, cred, h, attrs, guard_ctime), cb,
+        [this](vfs::Wcc& w) { PatchReply(w); });
 }
 
 void HubBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
@@ -156,46 +161,47 @@ void HubBackend::Create(const vfs::Credentials& cred, const vfs::Handle& dir, st
       }
     }
   }
-  cb(ns_->Create(cred, dir, name, req));
+  cb(gate_.Create(kNoSession, cred, dir, name, req));
 }
 
 void HubBackend::Mkdir(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
                        const vfs::SetAttrs& attrs, vfs::Callback<vfs::CreateReply> cb) {
-  cb(ns_->Mkdir(cred, dir, name, attrs));
+  cb(gate_.Mkdir(kNoSession, cred, dir, name, attrs));
 }
 
 void HubBackend::Symlink(const vfs::Credentials& cred, const vfs::Handle& dir,
                          std::string_view name, std::string_view target, const vfs::SetAttrs& attrs,
                          vfs::Callback<vfs::CreateReply> cb) {
-  cb(ns_->Symlink(cred, dir, name, target, attrs));
+  cb(gate_.Symlink(kNoSession, cred, dir, name, target, attrs));
 }
 
 void HubBackend::Mknod(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
                        const vfs::MknodRequest& req, vfs::Callback<vfs::CreateReply> cb) {
-  cb(ns_->Mknod(cred, dir, name, req));
+  cb(gate_.Mknod(kNoSession, cred, dir, name, req));
 }
 
 void HubBackend::Remove(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
                         vfs::Callback<vfs::Wcc> cb) {
   // Buffered writes of a removed file are dropped when their flush finds
   // the file gone (kStale); with other links left they are committed.
-  cb(ns_->Remove(cred, dir, name));
+  cb(gate_.Remove(kNoSession, cred, dir, name));
 }
 
 void HubBackend::Rmdir(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
                        vfs::Callback<vfs::Wcc> cb) {
-  cb(ns_->Rmdir(cred, dir, name));
+  cb(gate_.Rmdir(kNoSession, cred, dir, name));
 }
 
 void HubBackend::Rename(const vfs::Credentials& cred, const vfs::Handle& from_dir,
                         std::string_view from_name, const vfs::Handle& to_dir,
                         std::string_view to_name, vfs::Callback<vfs::RenameReply> cb) {
-  cb(ns_->Rename(cred, from_dir, from_name, to_dir, to_name));
+  cb(gate_.Rename(kNoSession, cred, from_dir, from_name, to_dir, to_name));
 }
 
 void HubBackend::Link(const vfs::Credentials& cred, const vfs::Handle& file, const vfs::Handle& dir,
                       std::string_view name, vfs::Callback<vfs::LinkReply> cb) {
-  Reply(ns_->Link(cred, file, dir, name), cb, [this](vfs::LinkReply& r) { PatchReply(r); });
+  Reply(gate_.Link(kNoSession, cred, file, dir, name), cb,
+        [this](vfs::LinkReply& r) { PatchReply(r); });
 }
 
 void HubBackend::ReadDir(const vfs::Credentials& cred, const vfs::Handle& dir,

@@ -43,6 +43,7 @@
 #include "chunk/chunker.h"
 #include "geofs/clock.h"
 #include "geofs/vfs.h"
+#include "hub/change_gate.h"
 #include "hub/chunk_cache.h"
 #include "meta/namespace.h"
 
@@ -71,6 +72,10 @@ struct HubBackendOptions {
   std::string statfs_path;
   // Time of writes. REQUIRES: outlives the backend.
   Clock* clock = Clock::Real();
+  // Coherence: every change (metadata, and each flush's commit) first
+  // invalidates the spokes' leases on what it changes (change_gate.h).
+  // Null: changes are not gated. REQUIRES: outlives the backend.
+  LeaseManager* leases = nullptr;
 
   Status Validate() const;
 };
@@ -174,6 +179,7 @@ class HubBackend : public vfs::Backend {
   meta::Namespace* const ns_;
   chunk::ChunkStore* const chunks_;
   const HubBackendOptions options_;
+  ChangeGate gate_;
   ChunkCache cache_;
 
   std::mutex files_mu_;

@@ -237,7 +237,7 @@ Result<uint64_t> HubBackend::FlushSpan(FileState& state, const WriteOverlay& sna
   update.extents = extents;
   update.new_size = std::max(map.attr.size, commit_end);
   update.mtime = mtime;
-  GEOFS_RETURN_IF_ERROR(ns_->CommitChunkMap(cred, state.handle, update).status());
+  GEOFS_RETURN_IF_ERROR(gate_.CommitChunkMap(kNoSession, cred, state.handle, update).status());
 
   // A sequential writer's next flush starts by re-reading this span's last
   // chunk: keep a copy of it.

@@ -23,28 +23,31 @@ constexpr uint32_t kMaxDirPage = 4096;
 }  // namespace
 
 HubService::HubService(meta::Namespace* ns, chunk::ChunkStore* chunks, HubServiceOptions options)
-    : ns_(ns), chunks_(chunks), options_(std::move(options)) {}
+    : ns_(ns), chunks_(chunks), options_(std::move(options)), gate_(ns, options_.leases) {}
 
 grpc::Status HubService::GetAttr(grpc::ServerContext* ctx, const v1::GetAttrRequest* req,
                                  v1::GetAttrResponse* resp) {
-  return Run(ctx, [&]() -> Status {
+  return RunLeased(ctx, {req->ref().ino()}, [&]() -> Result<Inos> {
     GEOFS_ASSIGN_OR_RETURN(vfs::Attr attr,
                            Context(ns_->GetAttr(HandleOf(req->ref())), RefText(req->ref())));
+    resp->Clear();
     ToProto(attr, resp->mutable_attr());
-    return Status::Ok();
+    return Inos{req->ref().ino()};
   });
 }
 
 grpc::Status HubService::SetAttr(grpc::ServerContext* ctx, const v1::SetAttrRequest* req,
                                  v1::SetAttrResponse* resp) {
+  uint64_t origin = 0;
+  if (auto refused = ChangeOrigin(ctx, &origin)) return *refused;
   return Run(ctx, [&]() -> Status {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     GEOFS_ASSIGN_OR_RETURN(vfs::SetAttrs attrs, FromProto(req->attrs()));
     std::optional<WallTime> guard;
     if (req->has_guard_ctime()) guard = FromProto(req->guard_ctime());
-    GEOFS_ASSIGN_OR_RETURN(
-        vfs::Wcc wcc,
-        Context(ns_->SetAttr(cred, HandleOf(req->ref()), attrs, guard), RefText(req->ref())));
+    GEOFS_ASSIGN_OR_RETURN(vfs::Wcc wcc,
+                           Context(gate_.SetAttr(origin, cred, HandleOf(req->ref()), attrs, guard),
+                                   RefText(req->ref())));
     ToProto(wcc, resp->mutable_wcc());
     return Status::Ok();
   });
@@ -52,7 +55,7 @@ grpc::Status HubService::SetAttr(grpc::ServerContext* ctx, const v1::SetAttrRequ
 
 grpc::Status HubService::Lookup(grpc::ServerContext* ctx, const v1::LookupRequest* req,
                                 v1::LookupResponse* resp) {
-  return Run(ctx, [&]() -> Status {
+  return RunLeased(ctx, {req->dir().ino()}, [&]() -> Result<Inos> {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     const vfs::Handle dir = HandleOf(req->dir());
     const std::string what = "lookup of " + Quote(req->name()) + " in " + RefText(req->dir());
@@ -68,15 +71,16 @@ grpc::Status HubService::Lookup(grpc::ServerContext* ctx, const v1::LookupReques
       GEOFS_RETURN_IF_ERROR(CheckName(req->name()));
       GEOFS_ASSIGN_OR_RETURN(reply, Context(ns_->Lookup(cred, dir, req->name()), what));
     }
+    resp->Clear();
     service::ToProto(reply.object, resp->mutable_object());
     if (reply.dir_attr) ToProto(*reply.dir_attr, resp->mutable_dir_attr());
-    return Status::Ok();
+    return Inos{req->dir().ino(), resp->object().ref().ino()};
   });
 }
 
 grpc::Status HubService::ResolvePath(grpc::ServerContext* ctx, const v1::ResolvePathRequest* req,
                                      v1::ResolvePathResponse* resp) {
-  return Run(ctx, [&]() -> Status {
+  return RunLeased(ctx, {}, [&]() -> Result<Inos> {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     const std::string& path = req->path();
     if (path.size() > vfs::kMaxPathBytes) {
@@ -108,38 +112,43 @@ grpc::Status HubService::ResolvePath(grpc::ServerContext* ctx, const v1::Resolve
       walked += "/";
       walked += name;
     }
+    resp->Clear();
     service::ToProto(current, resp->mutable_object());
-    return Status::Ok();
+    return Inos{resp->object().ref().ino()};
   });
 }
 
 grpc::Status HubService::Access(grpc::ServerContext* ctx, const v1::AccessRequest* req,
                                 v1::AccessResponse* resp) {
-  return Run(ctx, [&]() -> Status {
+  return RunLeased(ctx, {req->ref().ino()}, [&]() -> Result<Inos> {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     GEOFS_ASSIGN_OR_RETURN(
         vfs::AccessReply reply,
         Context(ns_->Access(cred, HandleOf(req->ref()), req->requested()), RefText(req->ref())));
+    resp->Clear();
     resp->set_granted(reply.granted);
     ToProto(reply.attr, resp->mutable_attr());
-    return Status::Ok();
+    return Inos{req->ref().ino()};
   });
 }
 
 grpc::Status HubService::ReadLink(grpc::ServerContext* ctx, const v1::ReadLinkRequest* req,
                                   v1::ReadLinkResponse* resp) {
-  return Run(ctx, [&]() -> Status {
+  return RunLeased(ctx, {req->ref().ino()}, [&]() -> Result<Inos> {
     GEOFS_RETURN_IF_ERROR(FromProto(req->cred()).status());
     GEOFS_ASSIGN_OR_RETURN(vfs::ReadLinkReply reply,
                            Context(ns_->ReadLink(HandleOf(req->ref())), RefText(req->ref())));
+    resp->Clear();
     resp->set_target(reply.target);
     if (reply.attr) ToProto(*reply.attr, resp->mutable_attr());
-    return Status::Ok();
+    return Inos{req->ref().ino()};
   });
 }
 
 grpc::Status HubService::Create(grpc::ServerContext* ctx, const v1::CreateRequest* req,
                                 v1::CreateResponse* resp) {
+  uint64_t origin = 0;
+  if (auto refused = ChangeOrigin(ctx, &origin)) return *refused;
   return Run(ctx, [&]() -> Status {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     GEOFS_RETURN_IF_ERROR(CheckName(req->name()));
@@ -162,14 +171,14 @@ grpc::Status HubService::Create(grpc::ServerContext* ctx, const v1::CreateReques
           }
           std::copy(req->verifier().begin(), req->verifier().end(), create.verifier.begin());
         }
-        reply = ns_->Create(cred, dir, req->name(), create);
+        reply = gate_.Create(origin, cred, dir, req->name(), create);
         break;
       }
       case vfs::FileType::kDirectory:
-        reply = ns_->Mkdir(cred, dir, req->name(), attrs);
+        reply = gate_.Mkdir(origin, cred, dir, req->name(), attrs);
         break;
       case vfs::FileType::kSymlink:
-        reply = ns_->Symlink(cred, dir, req->name(), req->symlink_target(), attrs);
+        reply = gate_.Symlink(origin, cred, dir, req->name(), req->symlink_target(), attrs);
         break;
       default: {
         vfs::MknodRequest mknod;
@@ -177,7 +186,7 @@ grpc::Status HubService::Create(grpc::ServerContext* ctx, const v1::CreateReques
         mknod.attrs = attrs;
         mknod.rdev_major = req->rdev_major();
         mknod.rdev_minor = req->rdev_minor();
-        reply = ns_->Mknod(cred, dir, req->name(), mknod);
+        reply = gate_.Mknod(origin, cred, dir, req->name(), mknod);
         break;
       }
     }
@@ -190,14 +199,16 @@ grpc::Status HubService::Create(grpc::ServerContext* ctx, const v1::CreateReques
 
 grpc::Status HubService::Remove(grpc::ServerContext* ctx, const v1::RemoveRequest* req,
                                 v1::RemoveResponse* resp) {
+  uint64_t origin = 0;
+  if (auto refused = ChangeOrigin(ctx, &origin)) return *refused;
   return Run(ctx, [&]() -> Status {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     GEOFS_RETURN_IF_ERROR(CheckName(req->name()));
     const vfs::Handle dir = HandleOf(req->dir());
     const std::string what = "removing " + Quote(req->name()) + " from " + RefText(req->dir());
     GEOFS_ASSIGN_OR_RETURN(vfs::Wcc wcc,
-                           Context(req->directory() ? ns_->Rmdir(cred, dir, req->name())
-                                                    : ns_->Remove(cred, dir, req->name()),
+                           Context(req->directory() ? gate_.Rmdir(origin, cred, dir, req->name())
+                                                    : gate_.Remove(origin, cred, dir, req->name()),
                                    what));
     ToProto(wcc, resp->mutable_dir_wcc());
     return Status::Ok();
@@ -206,6 +217,8 @@ grpc::Status HubService::Remove(grpc::ServerContext* ctx, const v1::RemoveReques
 
 grpc::Status HubService::Rename(grpc::ServerContext* ctx, const v1::RenameRequest* req,
                                 v1::RenameResponse* resp) {
+  uint64_t origin = 0;
+  if (auto refused = ChangeOrigin(ctx, &origin)) return *refused;
   return Run(ctx, [&]() -> Status {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     GEOFS_RETURN_IF_ERROR(CheckName(req->from_name()));
@@ -213,10 +226,11 @@ grpc::Status HubService::Rename(grpc::ServerContext* ctx, const v1::RenameReques
     const std::string what = "renaming " + Quote(req->from_name()) + " in " +
                              RefText(req->from_dir()) + " to " + Quote(req->to_name()) + " in " +
                              RefText(req->to_dir());
-    GEOFS_ASSIGN_OR_RETURN(vfs::RenameReply reply,
-                           Context(ns_->Rename(cred, HandleOf(req->from_dir()), req->from_name(),
-                                               HandleOf(req->to_dir()), req->to_name()),
-                                   what));
+    GEOFS_ASSIGN_OR_RETURN(
+        vfs::RenameReply reply,
+        Context(gate_.Rename(origin, cred, HandleOf(req->from_dir()), req->from_name(),
+                             HandleOf(req->to_dir()), req->to_name()),
+                what));
     ToProto(reply.from_dir_wcc, resp->mutable_from_dir_wcc());
     ToProto(reply.to_dir_wcc, resp->mutable_to_dir_wcc());
     return Status::Ok();
@@ -225,6 +239,8 @@ grpc::Status HubService::Rename(grpc::ServerContext* ctx, const v1::RenameReques
 
 grpc::Status HubService::Link(grpc::ServerContext* ctx, const v1::LinkRequest* req,
                               v1::LinkResponse* resp) {
+  uint64_t origin = 0;
+  if (auto refused = ChangeOrigin(ctx, &origin)) return *refused;
   return Run(ctx, [&]() -> Status {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     GEOFS_RETURN_IF_ERROR(CheckName(req->name()));
@@ -232,7 +248,8 @@ grpc::Status HubService::Link(grpc::ServerContext* ctx, const v1::LinkRequest* r
                              " in " + RefText(req->dir());
     GEOFS_ASSIGN_OR_RETURN(
         vfs::LinkReply reply,
-        Context(ns_->Link(cred, HandleOf(req->file()), HandleOf(req->dir()), req->name()), what));
+        Context(gate_.Link(origin, cred, HandleOf(req->file()), HandleOf(req->dir()), req->name()),
+                what));
     if (reply.file_attr) ToProto(*reply.file_attr, resp->mutable_file_attr());
     ToProto(reply.dir_wcc, resp->mutable_dir_wcc());
     return Status::Ok();
@@ -241,7 +258,7 @@ grpc::Status HubService::Link(grpc::ServerContext* ctx, const v1::LinkRequest* r
 
 grpc::Status HubService::ReadDir(grpc::ServerContext* ctx, const v1::ReadDirRequest* req,
                                  v1::ReadDirResponse* resp) {
-  return Run(ctx, [&]() -> Status {
+  return RunLeased(ctx, {req->dir().ino()}, [&]() -> Result<Inos> {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     vfs::ReadDirRequest page_req;
     page_req.cookie = req->cookie();
@@ -252,7 +269,10 @@ grpc::Status HubService::ReadDir(grpc::ServerContext* ctx, const v1::ReadDirRequ
     GEOFS_ASSIGN_OR_RETURN(vfs::DirPage page,
                            Context(ns_->ReadDir(cred, HandleOf(req->dir()), page_req),
                                    "listing " + RefText(req->dir())));
+    resp->Clear();
+    Inos described{req->dir().ino()};
     for (const vfs::DirEntry& e : page.entries) {
+      described.push_back(e.fileid);  // inode numbers are file ids
       v1::DirEntry* out = resp->add_entries();
       out->set_fileid(e.fileid);
       out->set_name(e.name);
@@ -262,7 +282,7 @@ grpc::Status HubService::ReadDir(grpc::ServerContext* ctx, const v1::ReadDirRequ
     resp->set_eof(page.eof);
     resp->set_verifier(page.verifier);
     if (page.dir_attr) ToProto(*page.dir_attr, resp->mutable_dir_attr());
-    return Status::Ok();
+    return described;
   });
 }
 

@@ -9,15 +9,26 @@
 // grpc_status.h and name the object. Long calls (ReadChunks, PutChunks,
 // Fsck) stop when the caller cancels or its deadline passes.
 //
-// Thread-safe (the Namespace and ChunkStore are).
+// Coherence: read calls tagged with a session (metadata kSessionKey) lease
+// the inodes their reply describes to it, granted before the namespace is
+// read; changes run through a ChangeGate (the caller's session is not
+// invalidated, and leases its reply's inodes). See docs/coherence.md.
+//
+// Thread-safe (the Namespace, ChunkStore and LeaseManager are).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "chunk/chunk_store.h"
 #include "chunk/chunker.h"
 #include "hub.grpc.pb.h"
+#include "hub/change_gate.h"
+#include "hub/lease_manager.h"
 #include "meta/namespace.h"
 
 namespace geofs::hub {
@@ -34,7 +45,18 @@ struct HubServiceOptions {
   // bytes read from the stream before they are registered together.
   int put_parallelism = 4;
   size_t put_batch_bytes = size_t{32} << 20;
+  // Coherence (docs/coherence.md): sessions, leases and invalidations.
+  // Null: no Session stream (UNIMPLEMENTED) and no leases; changes are not
+  // gated. REQUIRES: outlives the service.
+  LeaseManager* leases = nullptr;
 };
+
+// The metadata key naming the caller's session on unary calls.
+inline constexpr char kSessionKey[] = "geofs-session";
+// The geofs code (trailing "geofs-code") of FAILED_PRECONDITION answers to
+// calls tagged with a session that is not open: unknown (say, from before
+// a hub restart), ended, or replaced. The spoke must reopen its session.
+inline constexpr char kNoSessionToken[] = "no_session";
 
 class HubService final : public v1::Hub::Service {
  public:
@@ -77,15 +99,30 @@ class HubService final : public v1::Hub::Service {
   grpc::Status CommitFile(grpc::ServerContext* ctx, const v1::CommitFileRequest* req,
                           v1::CommitFileResponse* resp) override;
 
+  grpc::Status Session(grpc::ServerContext* ctx,
+                       grpc::ServerReaderWriter<v1::HubMessage, v1::SpokeMessage>* stream) override;
+
   grpc::Status Stats(grpc::ServerContext* ctx, const v1::StatsRequest* req,
                      v1::StatsResponse* resp) override;
   grpc::Status Fsck(grpc::ServerContext* ctx, const v1::FsckRequest* req,
                     v1::FsckResponse* resp) override;
 
  private:
+  using Inos = std::vector<uint64_t>;
+  // Runs `read`, which fills the reply and returns the inodes it describes,
+  // so that a tagged caller holds a lease on each of them granted before
+  // the read that produced the reply: `first` is granted up front, and the
+  // read is repeated while it names inodes not yet granted.
+  grpc::Status RunLeased(grpc::ServerContext* ctx, Inos first,
+                         const std::function<Result<Inos>()>& read);
+  // The origin session of a change call: 0 if untagged. The grpc::Status
+  // to answer instead when the tag is malformed or names no open session.
+  std::optional<grpc::Status> ChangeOrigin(grpc::ServerContext* ctx, uint64_t* origin);
+
   meta::Namespace* const ns_;
   chunk::ChunkStore* const chunks_;
   const HubServiceOptions options_;
+  ChangeGate gate_;
 };
 
 }  // namespace geofs::hub

@@ -56,12 +56,13 @@ struct Upload {
 
 grpc::Status HubService::GetChunkMap(grpc::ServerContext* ctx, const v1::GetChunkMapRequest* req,
                                      v1::GetChunkMapResponse* resp) {
-  return Run(ctx, [&]() -> Status {
+  return RunLeased(ctx, {req->ref().ino()}, [&]() -> Result<Inos> {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     const uint64_t length = req->length() == 0 ? UINT64_MAX : req->length();
     GEOFS_ASSIGN_OR_RETURN(meta::ChunkMap map, Context(ns_->GetChunkMap(cred, HandleOf(req->ref()),
                                                                         req->offset(), length),
                                                        RefText(req->ref())));
+    resp->Clear();
     resp->set_version(map.version);
     ToProto(map.attr, resp->mutable_attr());
     for (const meta::Extent& e : map.extents) {
@@ -72,7 +73,7 @@ grpc::Status HubService::GetChunkMap(grpc::ServerContext* ctx, const v1::GetChun
       out->set_chunk_offset(e.chunk_offset);
       out->set_chunk_length(e.chunk_size);
     }
-    return Status::Ok();
+    return Inos{req->ref().ino()};
   });
 }
 
@@ -206,6 +207,8 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
 
 grpc::Status HubService::CommitFile(grpc::ServerContext* ctx, const v1::CommitFileRequest* req,
                                     v1::CommitFileResponse* resp) {
+  uint64_t origin = 0;
+  if (auto refused = ChangeOrigin(ctx, &origin)) return *refused;
   return Run(ctx, [&]() -> Status {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     meta::ChunkMapUpdate update;
@@ -231,7 +234,7 @@ grpc::Status HubService::CommitFile(grpc::ServerContext* ctx, const v1::CommitFi
       update.extents.push_back(out);
     }
     GEOFS_ASSIGN_OR_RETURN(meta::CommitReply reply,
-                           Context(ns_->CommitChunkMap(cred, HandleOf(req->ref()), update),
+                           Context(gate_.CommitChunkMap(origin, cred, HandleOf(req->ref()), update),
                                    "committing " + RefText(req->ref())));
     resp->set_version(reply.version);
     ToProto(reply.wcc, resp->mutable_wcc());
@@ -262,6 +265,14 @@ grpc::Status HubService::Stats(grpc::ServerContext* ctx, const v1::StatsRequest*
     resp->set_stored_chunks(stored_chunks);
     resp->set_stored_bytes(stored_bytes);
     resp->set_object_store(options_.object_store_description);
+    if (options_.leases != nullptr) {
+      const LeaseStats leases = options_.leases->Stats();
+      resp->set_sessions(leases.sessions);
+      resp->set_detached_sessions(leases.detached_sessions);
+      resp->set_read_leases(leases.read_leases);
+      resp->set_write_leases(leases.write_leases);
+      resp->set_invalidations_sent(leases.invalidations_sent);
+    }
     return Status::Ok();
   });
 }

@@ -3,6 +3,7 @@
 // optionally the whole namespace over NFSv3 (export "/", read-write).
 // main() only parses flags and wires the parts together.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "hub/grpc_server.h"
 #include "hub/hub_backend.h"
 #include "hub/hub_service.h"
+#include "hub/lease_manager.h"
 #include "meta/namespace.h"
 #include "meta/rocks_kv_store.h"
 #include "mount/mount_program.h"
@@ -45,6 +47,7 @@ struct Flags {
   int64_t gc_interval_seconds = 600;
   int grpc_threads = 64;
   size_t nfs_worker_threads = 16;
+  double lease_ttl_seconds = 30;
 };
 
 // "HOST:PORT" or "[V6]:PORT" -> the host without brackets.
@@ -142,7 +145,13 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   // Free space is meaningful only for a store on a local file system.
   const std::string statfs_path = object_url.starts_with("file://") ? object_url.substr(7) : "";
 
+  hub::LeaseManagerOptions lease_options;
+  lease_options.lease_ttl = std::chrono::milliseconds(
+      std::max<int64_t>(1, static_cast<int64_t>(flags.lease_ttl_seconds * 1000)));
+  hub::LeaseManager leases(lease_options);
+
   hub::HubServiceOptions service_options;
+  service_options.leases = &leases;
   service_options.object_store_description = (*objects)->Describe();
   service_options.statfs_path = statfs_path;
   hub::HubService service(ns->get(), &chunks, service_options);
@@ -160,6 +169,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   if (flags.nfs_port) {
     hub::HubBackendOptions backend_options;
     backend_options.statfs_path = statfs_path;
+    backend_options.leases = &leases;
     auto started = StartNfs(flags, *export_options, data_dir,
                             std::make_unique<hub::HubBackend>(ns->get(), &chunks, backend_options));
     if (!started.ok()) {
@@ -238,6 +248,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(4, 4096));
   app.add_option("--nfs-worker-threads", flags.nfs_worker_threads, "Threads running NFS procedures")
       ->capture_default_str();
+  app.add_option("--lease-ttl", flags.lease_ttl_seconds,
+                 "Seconds a spoke's lease lasts (fractions allowed): how long a change waits "
+                 "for an unreachable spoke")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3600.0));
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

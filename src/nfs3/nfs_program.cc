@@ -2,6 +2,7 @@
 
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "nfs3/nfs3_xdr.h"
@@ -32,6 +33,22 @@ NfsProgram::NfsProgram(const ExportTable* exports, const HandleCodec* codec, Nfs
 uint32_t NfsProgram::program() const { return kNfsProgram; }
 uint32_t NfsProgram::min_version() const { return kNfsVersion; }
 uint32_t NfsProgram::max_version() const { return kNfsVersion; }
+
+bool NfsProgram::RunsInline(const rpc::CallContext& ctx) const {
+  switch (static_cast<NfsProc>(ctx.procedure)) {
+    case NfsProc::kNull:
+      return true;
+    case NfsProc::kFsinfo:
+    case NfsProc::kPathconf:
+    case NfsProc::kGetattr:
+    case NfsProc::kLookup:
+    case NfsProc::kAccess:
+      return std::all_of(nfs_.exports->exports().begin(), nfs_.exports->exports().end(),
+                         [](const auto& e) { return e->backend->QuickMetadata(); });
+    default:
+      return false;
+  }
+}
 
 void NfsProgram::Dispatch(const rpc::CallContext& ctx, std::span<const uint8_t> args,
                           rpc::Responder respond) {

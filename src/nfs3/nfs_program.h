@@ -48,6 +48,9 @@ class NfsProgram : public rpc::Program {
   uint32_t max_version() const override;
   void Dispatch(const rpc::CallContext& ctx, std::span<const uint8_t> args,
                 rpc::Responder respond) override;
+  // NULL always; GETATTR, LOOKUP, ACCESS, FSINFO and PATHCONF when every
+  // export's backend has QuickMetadata().
+  bool RunsInline(const rpc::CallContext& ctx) const override;
 
   const WriteVerifier& write_verifier() const { return nfs_.write_verifier; }
 

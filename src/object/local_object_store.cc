@@ -47,13 +47,6 @@ class Fd {
   int fd_;
 };
 
-Status SyncDir(const std::string& dir, std::string_view context) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) return Status::FromErrno(errno, context);
-  if (::fsync(fd.get()) != 0) return Status::FromErrno(errno, context);
-  return Status::Ok();
-}
-
 std::string ParentOf(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
 WallTime ModifiedOf(const struct stat& st) {
@@ -158,14 +151,16 @@ class Lister {
 
 }  // namespace
 
-Result<std::unique_ptr<LocalObjectStore>> LocalObjectStore::Open(std::string_view root) {
+Result<std::unique_ptr<LocalObjectStore>> LocalObjectStore::Open(std::string_view root,
+                                                                 LocalObjectStoreOptions options) {
   if (root.empty()) return Status::InvalidArgument("local object store: empty root path");
   std::error_code ec;
   std::filesystem::path abs = std::filesystem::absolute(std::filesystem::path(root), ec);
   if (ec) return Status::FromErrno(ec.value(), "local object store " + std::string(root));
   std::string root_str = abs.lexically_normal().string();
   if (root_str.size() > 1 && root_str.back() == '/') root_str.pop_back();
-  auto store = std::unique_ptr<LocalObjectStore>(new LocalObjectStore(root_str));
+  auto store =
+      std::unique_ptr<LocalObjectStore>(new LocalObjectStore(root_str, std::move(options)));
   for (const std::string* dir : {&store->objects_dir_, &store->tmp_dir_}) {
     std::filesystem::create_directories(*dir, ec);
     if (ec) return Status::FromErrno(ec.value(), "local object store: create " + *dir);
@@ -174,8 +169,12 @@ Result<std::unique_ptr<LocalObjectStore>> LocalObjectStore::Open(std::string_vie
   return store;
 }
 
-LocalObjectStore::LocalObjectStore(std::string root)
-    : root_(std::move(root)), objects_dir_(root_ + "/objects"), tmp_dir_(root_ + "/tmp") {}
+LocalObjectStore::LocalObjectStore(std::string root, LocalObjectStoreOptions options)
+    : root_(std::move(root)),
+      objects_dir_(root_ + "/objects"),
+      tmp_dir_(root_ + "/tmp"),
+      tmp_nonce_(std::to_string(std::random_device{}() >> 1)),
+      syncer_(std::move(options.sync)) {}
 
 Status LocalObjectStore::WriteTemp(const std::string& tmp, std::span<const uint8_t> data,
                                    std::string_view key) {
@@ -191,7 +190,7 @@ Status LocalObjectStore::WriteTemp(const std::string& tmp, std::span<const uint8
     }
     done += static_cast<size_t>(n);
   }
-  if (::fdatasync(fd.get()) != 0) return Status::FromErrno(errno, context);
+  GEOFS_RETURN_IF_ERROR(syncer_.SyncData(fd.get(), context));
   if (fd.Close() != 0) return Status::FromErrno(errno, context);
   return Status::Ok();
 }
@@ -206,7 +205,7 @@ Status LocalObjectStore::MakeParents(const std::string& path, std::string_view k
     size_t next = path.find('/', pos + 1);
     std::string dir = path.substr(0, next);
     if (::mkdir(dir.c_str(), 0755) == 0) {
-      GEOFS_RETURN_IF_ERROR(SyncDir(path.substr(0, pos), context));
+      GEOFS_RETURN_IF_ERROR(syncer_.SyncDirectory(path.substr(0, pos), context));
     } else if (errno != EEXIST) {
       if (errno == ENOTDIR) {
         return Status::InvalidArgument(context + ": a prefix of the key is stored as an object");
@@ -221,9 +220,8 @@ Status LocalObjectStore::MakeParents(const std::string& path, std::string_view k
 Status LocalObjectStore::Put(std::string_view key, std::span<const uint8_t> data) {
   GEOFS_RETURN_IF_ERROR(ValidateObjectKey(key));
   std::string path = PathOf(key);
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::string tmp = tmp_dir_ + "/" + std::to_string(::getpid()) + "." +
-                    std::to_string(tmp_counter_.fetch_add(1)) + "." + std::to_string(rng() >> 32);
+  std::string tmp = tmp_dir_ + "/" + std::to_string(::getpid()) + "." + tmp_nonce_ + "." +
+                    std::to_string(tmp_counter_.fetch_add(1));
   Status s = WriteTemp(tmp, data, key);
   if (s.ok()) {
     int rc = ::rename(tmp.c_str(), path.c_str());
@@ -240,7 +238,7 @@ Status LocalObjectStore::Put(std::string_view key, std::span<const uint8_t> data
         s = Status::FromErrno(errno, KeyContext("put", key));
       }
     }
-    if (s.ok()) return SyncDir(ParentOf(path), KeyContext("put", key));
+    if (s.ok()) return syncer_.SyncDirectory(ParentOf(path), KeyContext("put", key));
   }
   ::unlink(tmp.c_str());
   return s;
@@ -295,7 +293,7 @@ Status LocalObjectStore::Delete(std::string_view key) {
     if (errno == ENOENT || errno == ENOTDIR || errno == EISDIR) return Status::Ok();
     return Status::FromErrno(errno, KeyContext("delete", key));
   }
-  return SyncDir(ParentOf(path), KeyContext("delete", key));
+  return syncer_.SyncDirectory(ParentOf(path), KeyContext("delete", key));
 }
 
 Result<ObjectListing> LocalObjectStore::List(std::string_view prefix, std::string_view page_token,

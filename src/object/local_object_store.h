@@ -10,7 +10,8 @@
 // Put writes tmp/<unique>, fdatasyncs it, renames it into place and fsyncs
 // the parent directory (and any directory it had to create), so an object is
 // durable and complete before Put returns, and a crash leaves either the old
-// or the new object.
+// or the new object. The syncs of concurrent Puts (and Deletes) are grouped
+// (SyncBatcher): a crowd of Puts costs a few journal commits, not two each.
 //
 // Limits of the file-system mapping: a key component is at most 255 bytes
 // (kNameTooLong), and a key cannot be stored when it is also a "directory" of
@@ -25,13 +26,21 @@
 #include <string>
 
 #include "object/object_store.h"
+#include "object/sync_batcher.h"
 
 namespace geofs::object {
+
+struct LocalObjectStoreOptions {
+  // How each barrier syncs a file or directory (default: fdatasync/fsync).
+  // Tests pass one that records the calls.
+  SyncBatcher::SyncFn sync;
+};
 
 class LocalObjectStore : public ObjectStore {
  public:
   // Opens the store rooted at `root`, creating the directories if needed.
-  static Result<std::unique_ptr<LocalObjectStore>> Open(std::string_view root);
+  static Result<std::unique_ptr<LocalObjectStore>> Open(std::string_view root,
+                                                        LocalObjectStoreOptions options = {});
 
   Status Put(std::string_view key, std::span<const uint8_t> data) override;
   Result<Buffer> Get(std::string_view key) override;
@@ -46,7 +55,7 @@ class LocalObjectStore : public ObjectStore {
   std::string PathOf(std::string_view key) const { return objects_dir_ + "/" + std::string(key); }
 
  private:
-  explicit LocalObjectStore(std::string root);
+  LocalObjectStore(std::string root, LocalObjectStoreOptions options);
 
   Status MakeParents(const std::string& path, std::string_view key);
   Status WriteTemp(const std::string& tmp, std::span<const uint8_t> data, std::string_view key);
@@ -54,7 +63,11 @@ class LocalObjectStore : public ObjectStore {
   const std::string root_;
   const std::string objects_dir_;
   const std::string tmp_dir_;
+  // Temp names are pid.nonce.counter: unique among live writers, and the
+  // nonce keeps a reused pid from meeting a crashed writer's leftovers.
+  const std::string tmp_nonce_;
   std::atomic<uint64_t> tmp_counter_{0};
+  SyncBatcher syncer_;
 };
 
 }  // namespace geofs::object

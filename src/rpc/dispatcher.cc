@@ -124,8 +124,9 @@ void Dispatcher::Handle(Record record, const PeerAddress& peer, ReplySink sink) 
   std::span<const uint8_t> args = record.bytes.subspan(h.args_offset);
   auto call = std::make_shared<PendingCall>(h.xid, program, std::move(sink));
 
-  executor_([program = std::move(program), ctx = std::move(ctx), args,
-             call = std::move(call)]() mutable {
+  const bool inline_call = program->RunsInline(ctx);
+  auto task = [program = std::move(program), ctx = std::move(ctx), args,
+               call = std::move(call)]() mutable {
     Responder respond = [call = std::move(call)](Reply reply) { call->Answer(std::move(reply)); };
     try {
       program->Dispatch(ctx, args, std::move(respond));
@@ -135,7 +136,12 @@ void Dispatcher::Handle(Record record, const PeerAddress& peer, ReplySink sink) 
       GetLogger("rpc")->error("program {} procedure {} threw: {}", ctx.program, ctx.procedure,
                               e.what());
     }
-  });
+  };
+  if (inline_call) {
+    task();
+  } else {
+    executor_(std::move(task));
+  }
 }
 
 }  // namespace geofs::rpc

@@ -36,7 +36,8 @@ class Dispatcher {
   // version, an unknown program (PROG_UNAVAIL) or a version outside the
   // program's range (PROG_MISMATCH with its low and high) is answered before
   // Handle returns, on the calling thread; anything else is passed to the
-  // program's Dispatch on the executor.
+  // program's Dispatch on the executor, or on the calling thread if the
+  // program says the call RunsInline.
   //
   // `sink` is called exactly once per record, possibly before Handle
   // returns. A Responder destroyed without being called answers SYSTEM_ERR,

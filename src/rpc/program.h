@@ -107,9 +107,13 @@ class Program {
   // `args` views the call's argument bytes, which stay valid while
   // ctx.record is held. Unknown procedures answer kProcUnavail; arguments
   // that do not decode answer kGarbageArgs. May block (it runs on a worker
-  // thread, never on a network thread).
+  // thread) unless RunsInline(ctx) said otherwise.
   virtual void Dispatch(const CallContext& ctx, std::span<const uint8_t> args,
                         Responder respond) = 0;
+  // Whether the call may be dispatched on the thread that read it (a network
+  // thread), sparing the hand-off to a worker and back: only for calls that
+  // finish in microseconds and never wait on slow I/O. Thread-safe.
+  virtual bool RunsInline(const CallContext& ctx) const { return false; }
 };
 
 }  // namespace geofs::rpc

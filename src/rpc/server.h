@@ -1,7 +1,8 @@
 // RpcServer: ONC RPC v2 over TCP (RFC 5531) for any set of Programs.
 //
 // Network threads read, reassemble records and check call headers; a worker
-// pool runs the procedures (which may block on disk or network); replies go
+// pool runs the procedures (which may block on disk or network), except the
+// calls a program says RunsInline, which the network thread runs; replies go
 // back through a per-connection write queue as gather writes, in whatever
 // order the procedures finish. A misbehaving peer (oversize or truncated
 // record, reset, idleness) costs only its own connection.

@@ -1,9 +1,12 @@
-// geofs-spoked: serves a directory over NFSv3 + MOUNT v3 (standalone mode).
+// geofs-spoked: serves NFSv3 + MOUNT v3 either from a local directory
+// (standalone mode, --export-dir) or from a hub portal through the spoke's
+// cache (hub mode, --hub/--portal/--cache-dir).
 // main() only parses flags and wires the parts together.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +19,7 @@
 #include "nfs3/nfs_program.h"
 #include "portmap/portmap_program.h"
 #include "rpc/server.h"
+#include "spoke/hub_spoke.h"
 #include "vfs/local_backend.h"
 
 namespace geofs {
@@ -23,6 +27,14 @@ namespace {
 
 struct Flags {
   std::string export_dir;
+  // Hub mode.
+  std::string hub;
+  std::string portal;
+  std::string cache_dir;
+  std::string cache_size;
+  bool immutable = false;
+  std::optional<uint16_t> metrics_port;
+  int hub_connect_timeout_s = 30;
   std::string listen = "127.0.0.1";
   uint16_t nfs_port = 2049;
   uint16_t mount_port = 0;
@@ -44,23 +56,13 @@ std::string DefaultStateDir(const std::string& export_dir) {
   return base + "/standalone-" + id;
 }
 
-int Run(const Flags& flags, const sigset_t& stop_signals) {
+// Serves `backend` as export `export_path` until a stop signal; `before_stop`
+// runs once the server has stopped accepting calls.
+int Serve(const Flags& flags, vfs::Backend* backend, const std::string& export_path,
+          const std::string& state_dir, const std::string& what, const sigset_t& stop_signals,
+          const std::function<void()>& before_stop) {
   auto log = GetLogger("spoked");
-
-  std::error_code ec;
-  std::string export_dir = std::filesystem::weakly_canonical(flags.export_dir, ec).string();
-  if (ec || !std::filesystem::is_directory(export_dir)) {
-    log->error("--export-dir {}: not a directory", flags.export_dir);
-    return 2;
-  }
-  std::string state_dir = flags.state_dir.empty() ? DefaultStateDir(export_dir) : flags.state_dir;
-  std::filesystem::create_directories(state_dir, ec);
-  if (ec) {
-    log->error("--state-dir {}: {}", state_dir, ec.message());
-    return 2;
-  }
-
-  auto export_options = nfs3::ParseExportOptions("/", flags.policy);
+  auto export_options = nfs3::ParseExportOptions(export_path, flags.policy);
   if (!export_options.ok()) {
     log->error("{}", export_options.status().message());
     return 2;
@@ -69,12 +71,6 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
     log->error("--portmap-port needs fixed --nfs-port and --mount-port to advertise");
     return 2;
   }
-
-  auto backend = vfs::LocalBackend::Open(export_dir);
-  if (!backend.ok()) {
-    log->error("cannot serve {}: {}", export_dir, backend.status().ToString());
-    return 1;
-  }
   auto key = nfs3::HandleCodec::LoadOrCreateKey(state_dir + "/handle.key");
   if (!key.ok()) {
     log->error("handle key in {}: {}", state_dir, key.status().ToString());
@@ -82,8 +78,8 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   }
   nfs3::HandleCodec codec(*key);
   nfs3::ExportTable exports;
-  if (auto added = exports.Add(*export_options, backend->get()); !added.ok()) {
-    log->error("export {}: {}", export_dir, added.status().ToString());
+  if (auto added = exports.Add(*export_options, backend); !added.ok()) {
+    log->error("export {}: {}", export_path, added.status().ToString());
     return 1;
   }
 
@@ -124,15 +120,78 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   const auto& ports = server.bound_ports();
   std::string portmap_text =
       flags.portmap_port ? " portmap=" + std::to_string(ports.back()) : std::string();
-  log->info("serving {} as export / {}; listening on {} nfs={} mount={}{}", export_dir,
+  log->info("serving {} as export {} {}; listening on {} nfs={} mount={}{}", what, export_path,
             flags.policy.read_only ? "read-only" : "read-write", flags.listen, ports[0],
             ports[mount_index], portmap_text);
 
   int sig = WaitForStopSignal(stop_signals);
   log->info("signal {} received, stopping", sig);
   server.Stop();
+  before_stop();
   log->info("stopped");
   return 0;
+}
+
+int RunStandalone(const Flags& flags, const sigset_t& stop_signals) {
+  auto log = GetLogger("spoked");
+  std::error_code ec;
+  std::string export_dir = std::filesystem::weakly_canonical(flags.export_dir, ec).string();
+  if (ec || !std::filesystem::is_directory(export_dir)) {
+    log->error("--export-dir {}: not a directory", flags.export_dir);
+    return 2;
+  }
+  std::string state_dir = flags.state_dir.empty() ? DefaultStateDir(export_dir) : flags.state_dir;
+  std::filesystem::create_directories(state_dir, ec);
+  if (ec) {
+    log->error("--state-dir {}: {}", state_dir, ec.message());
+    return 2;
+  }
+  auto backend = vfs::LocalBackend::Open(export_dir);
+  if (!backend.ok()) {
+    log->error("cannot serve {}: {}", export_dir, backend.status().ToString());
+    return 1;
+  }
+  return Serve(flags, backend->get(), "/", state_dir, export_dir, stop_signals, [] {});
+}
+
+int RunHub(const Flags& flags, const sigset_t& stop_signals) {
+  auto log = GetLogger("spoked");
+  if (flags.portal.empty() || flags.cache_dir.empty()) {
+    log->error("--hub needs --portal and --cache-dir");
+    return 2;
+  }
+  spoke::HubSpokeOptions options;
+  options.hub = flags.hub;
+  options.portal = nfs3::NormalizeExportPath(flags.portal);
+  options.cache_dir = flags.cache_dir;
+  options.immutable = flags.immutable;
+  options.metrics_port = flags.metrics_port;
+  options.metrics_address = flags.listen;
+  if (!flags.cache_size.empty()) {
+    auto size = spoke::ParseByteSize(flags.cache_size);
+    if (!size.ok()) {
+      log->error("--cache-size {}", size.status().ToString());
+      return 2;
+    }
+    options.cache_bytes = *size;
+  }
+  auto spoke = spoke::HubSpoke::Open(options, std::chrono::seconds(flags.hub_connect_timeout_s));
+  if (!spoke.ok()) {
+    log->error("cannot serve portal {} of hub {}: {}", options.portal, flags.hub,
+               spoke.status().ToString());
+    return 1;
+  }
+  if (auto port = (*spoke)->metrics_port()) log->info("metrics on {}:{}", flags.listen, *port);
+  std::string what =
+      "hub " + flags.hub + " portal " + options.portal + (flags.immutable ? " (immutable)" : "");
+  int rc = Serve(flags, (*spoke)->backend(), options.portal, (*spoke)->state_dir(), what,
+                 stop_signals, [&] {
+                   if (Status s = (*spoke)->Shutdown(); !s.ok()) {
+                     log->error("journalled writes left for the next start: {}", s.ToString());
+                   }
+                 });
+  log->info("final counters:\n{}", (*spoke)->MetricsText());
+  return rc;
 }
 
 }  // namespace
@@ -141,7 +200,23 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
 int main(int argc, char** argv) {
   geofs::Flags flags;
   CLI::App app{"geofs-spoked: serves a directory over NFSv3"};
-  app.add_option("--export-dir", flags.export_dir, "Directory served as export /")->required();
+  auto* export_dir =
+      app.add_option("--export-dir", flags.export_dir, "Standalone: directory served as export /");
+  auto* hub = app.add_option("--hub", flags.hub, "Hub mode: the hub's gRPC address HOST:PORT");
+  export_dir->excludes(hub);
+  app.add_option("--portal", flags.portal, "Hub mode: hub directory served (also the export path)");
+  app.add_option("--cache-dir", flags.cache_dir,
+                 "Hub mode: chunk cache, write journal, spoke id and handle key");
+  app.add_option("--cache-size", flags.cache_size,
+                 "Hub mode: chunk cache capacity, e.g. 20G (default: up to 90% of its disk)");
+  app.add_flag(
+      "--immutable", flags.immutable,
+      "Hub mode: serve cached data read-only while the hub is unreachable; refuse changes");
+  app.add_option("--metrics-port", flags.metrics_port,
+                 "Hub mode: Prometheus text endpoint on --listen (0: pick a free one)");
+  app.add_option("--hub-connect-timeout", flags.hub_connect_timeout_s,
+                 "Hub mode: seconds to wait for the hub at start")
+      ->capture_default_str();
   app.add_option("--listen", flags.listen, "Address to listen on")->capture_default_str();
   app.add_option("--nfs-port", flags.nfs_port, "NFS port (0: pick a free one)")
       ->capture_default_str();
@@ -169,6 +244,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--log-level %s: unknown level\n", flags.log_level.c_str());
     return 2;
   }
+  if (flags.export_dir.empty() == flags.hub.empty()) {
+    std::fprintf(stderr, "give either --export-dir (standalone) or --hub (hub mode)\n");
+    return 2;
+  }
   sigset_t stop_signals = geofs::BlockStopSignals();
-  return geofs::Run(flags, stop_signals);
+  return flags.hub.empty() ? geofs::RunStandalone(flags, stop_signals)
+                           : geofs::RunHub(flags, stop_signals);
 }

@@ -10,8 +10,21 @@
 // The JournalUploader (journal_uploader.h) turns pending writes into hub
 // commits and then calls Release(), which lets the log space be reused.
 //
+// Log format (write_journal.cc): segment files "seg-<16 hex digits>.log",
+// each a sequence of records: a 56-byte header (magic, CRC32C of the rest of
+// the header and the payload, type, seq, file, offset, length) and, for a
+// write, its payload. A release is a record too, synced before Release()
+// returns, so a restart does not upload committed writes again (that would
+// be harmless for the data but could undo a later writer's commit at the
+// hub). Segments are deleted oldest first, once nothing in them is pending
+// (a pending write in an old segment keeps newer segments too: their release
+// records may still be needed to replay it correctly).
+//
 // Thread-safe.
 #pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include <cstdint>
 #include <functional>
@@ -33,9 +46,36 @@ struct FileKey {
   bool operator==(const FileKey&) const = default;
 };
 
+struct FileKeyHash {
+  size_t operator()(const FileKey& k) const {
+    return static_cast<size_t>(k.ino * 0x9e3779b97f4a7c15ull ^ k.gen);
+  }
+};
+
+// The file operations of the log's writes and syncs, so that tests can
+// inject ENOSPC or EIO (STYLE.md habit 3). The defaults are the system calls;
+// both return -1 with errno set on failure. Must be thread-safe.
+class JournalIo {
+ public:
+  virtual ~JournalIo() = default;
+  virtual ssize_t Pwritev(int fd, const struct iovec* iov, int count, off_t offset);
+  virtual int Fdatasync(int fd);
+  static std::shared_ptr<JournalIo> Default();
+};
+
 struct WriteJournalOptions {
   std::string dir;                  // created if missing
   uint64_t max_bytes = 8ull << 30;  // log space; Append answers kNoSpace beyond it
+  // A new segment starts once the active one reaches this size; space is
+  // reclaimed a whole segment at a time.
+  uint64_t segment_bytes = 64ull << 20;
+  std::shared_ptr<JournalIo> io;  // null: JournalIo::Default()
+};
+
+// A contiguous stretch of a file's pending bytes.
+struct PendingSpan {
+  uint64_t offset = 0;
+  uint64_t length = 0;
 };
 
 // One contiguous range of pending data of a file, newest write wins.
@@ -50,6 +90,7 @@ struct FilePending {
   // extends it) — the spoke reports max(hub size, this).
   uint64_t end = 0;
   uint64_t upto_seq = 0;  // the newest write included
+  uint64_t bytes = 0;     // pending payload bytes (after newest-wins merging)
 };
 
 struct WriteJournalStats {
@@ -70,7 +111,10 @@ class WriteJournal {
   // the write is recorded then.
   virtual Result<uint64_t> Append(const FileKey& file, uint64_t offset,
                                   std::span<const uint8_t> data) = 0;
-  // Makes every write appended so far durable.
+  // Makes every write appended so far durable. Concurrent callers share one
+  // fdatasync. After a failed sync every later Sync and Append fails too
+  // (after fsync reports an error, the kernel's page state cannot be
+  // trusted; reopen the journal to replay what did reach the disk).
   virtual Status Sync() = 0;
 
   // The pending bytes of `file` within [offset, offset + length), merged
@@ -80,9 +124,18 @@ class WriteJournal {
   // Files with pending writes, oldest first.
   virtual std::vector<FilePending> PendingFiles() const = 0;
   virtual std::optional<FilePending> Pending(const FileKey& file) const = 0;
+  // Where `file` has pending bytes: sorted, non-overlapping, adjacent ones
+  // merged. Call Pending() first: its upto_seq then covers every byte here.
+  virtual std::vector<PendingSpan> Spans(const FileKey& file) const = 0;
   // Forgets the writes of `file` with seq <= upto_seq (they are committed
-  // at the hub). Writes appended later stay pending.
+  // at the hub). Writes appended later stay pending. Durable when it
+  // returns (release records skip the max_bytes check so a full log can
+  // always drain).
   virtual Status Release(const FileKey& file, uint64_t upto_seq) = 0;
+  // Release() restricted to the bytes in [offset, offset + length): parts
+  // of those writes outside the range stay pending.
+  virtual Status ReleaseRange(const FileKey& file, uint64_t upto_seq, uint64_t offset,
+                              uint64_t length) = 0;
   // Drops every pending write of `file` (the file was removed at the hub).
   virtual Status Discard(const FileKey& file) = 0;
 

@@ -20,6 +20,7 @@
 
 #include "common/logging.h"
 #include "vfs/access.h"
+#include "vfs/dir_cache.h"
 #include "vfs/fd_cache.h"
 
 namespace geofs::vfs {
@@ -34,6 +35,10 @@ constexpr size_t kMinDirBufferBytes = 1024;
 constexpr size_t kMaxDirBufferBytes = 32 * 1024;
 constexpr int kMaxDepth = kMaxPathBytes / 2;
 constexpr int kCreateAttempts = 3;
+// File times come from a coarse clock (one tick is 1-10 ms): a directory
+// changed less than this before we stat it may change again without its
+// times moving, so its contents are not cached yet.
+constexpr int64_t kRacyWindowNs = 50'000'000;
 
 // A file_handle with room for the largest f_handle a backend handle holds.
 struct FileHandleBuffer {
@@ -218,7 +223,7 @@ Result<FileHandleBuffer> DecodeHandle(const Handle& h) {
 
 // The descriptor cache size that fits under RLIMIT_NOFILE next to
 // everything else the process keeps open (`kOtherDescriptors`), raising the
-// soft limit towards the hard one if needed.
+// soft limit (and the hard one, if the process may) if needed.
 size_t FitDescriptorBudget(size_t wanted) {
   constexpr rlim_t kOtherDescriptors = 1024;
   wanted = std::max<size_t>(wanted, 1);
@@ -227,11 +232,24 @@ size_t FitDescriptorBudget(size_t wanted) {
   const rlim_t need = wanted + kOtherDescriptors;
   if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur >= need) return wanted;
   rlimit raised = lim;
+  raised.rlim_cur = need;
+  if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < need) raised.rlim_max = need;
+  if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) return wanted;
+  raised = lim;
   raised.rlim_cur = lim.rlim_max == RLIM_INFINITY ? need : std::min(need, lim.rlim_max);
   if (raised.rlim_cur > lim.rlim_cur && ::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
   if (lim.rlim_cur >= need) return wanted;
-  return std::max<size_t>(lim.rlim_cur / 2, 1);
+  return std::max<size_t>(lim.rlim_cur - std::min(lim.rlim_cur, kOtherDescriptors),
+                          std::max<rlim_t>(lim.rlim_cur / 2, 1));
 }
+
+int64_t RealNanos() {
+  timespec ts;
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+AttrCache::Time SteadyNow() { return std::chrono::steady_clock::now(); }
 
 bool IsUnder(std::string_view path, std::string_view root) {
   if (root == "/") return true;
@@ -281,6 +299,7 @@ class LocalBackend::Fs {
   }
 
   size_t CachedFileCount() const { return fds_.size(); }
+  size_t CachedNameCount() const { return dir_cache_.size(); }
   const Capabilities& capabilities() const { return caps_; }
   const Handle& root_handle() const { return root_handle_; }
 
@@ -299,21 +318,36 @@ class LocalBackend::Fs {
     wcc.before = ToWcc(cur);
     if (guard_ctime && *guard_ctime != cur.ctime) return Status::NotSync();
     GEOFS_RETURN_IF_ERROR(CheckSetAttr(cur, req, cred));
+    const AttrCache::Time now = SteadyNow();
     GEOFS_ASSIGN_OR_RETURN(struct stat after,
                            Apply(*f, cur.type, req, ModeAfterSetAttr(cur, req, cred)));
     if (options_.sync_metadata) GEOFS_RETURN_IF_ERROR(SyncObject(*f));
-    wcc.after = ToAttr(after);
+    wcc.after = Remember(after, now);
     return wcc;
   }
 
   Result<LookupReply> Lookup(const Credentials& cred, const Handle& dir_handle,
                              std::string_view name) {
     GEOFS_RETURN_IF_ERROR(ValidateName(name));
+    const int64_t now = RealNanos();
     GEOFS_ASSIGN_OR_RETURN(auto dir, OpenHandle(dir_handle, Need::kAny));
     GEOFS_ASSIGN_OR_RETURN(struct stat dst, LiveStat(dir_handle, *dir));
     const Attr dir_attr = ToAttr(dst);
     GEOFS_RETURN_IF_ERROR(CheckSearch(dir_attr, cred));
-    GEOFS_ASSIGN_OR_RETURN(Entry child, OpenChild(dir->fd(), std::string(name).c_str(), true));
+    const DirStamp stamp = DirStamp::Of(dst);
+    const bool trusted = Trusted(dst, now);
+    const std::string cname(name);
+    if (trusted) {
+      if (std::optional<Entry> known = KnownChild(dir_handle, stamp, dir->fd(), cname)) {
+        return LookupReply{std::move(*known), dir_attr};
+      }
+    }
+    GEOFS_ASSIGN_OR_RETURN(Entry child, OpenChild(dir->fd(), cname.c_str(), true));
+    if (trusted) {
+      const std::pair<std::string_view, NameInfo> memo{
+          name, {child.attr.fileid, child.attr.type, child.handle}};
+      dir_cache_.InsertNames(dir_handle, stamp, {&memo, 1});
+    }
     return LookupReply{std::move(child), dir_attr};
   }
 
@@ -388,10 +422,11 @@ class LocalBackend::Fs {
     }
     const uint32_t mode = ModeAfterWrite(cur, cred);
     if (done > 0 && mode != cur.mode && ::fchmod(f->fd(), mode) != 0) return Errno("fchmod");
+    const AttrCache::Time now = SteadyNow();
     GEOFS_ASSIGN_OR_RETURN(struct stat after, Fstat(f->fd()));
     reply.count = static_cast<uint32_t>(done);
     reply.committed = stability;
-    reply.wcc.after = ToAttr(after);
+    reply.wcc.after = Remember(after, now);
     return reply;
   }
 
@@ -516,6 +551,7 @@ class LocalBackend::Fs {
       return NamespaceErrno(name);
     }
     if (victim) fds_.Erase(*victim);
+    attrs_.Erase(vst.st_ino);
     GEOFS_ASSIGN_OR_RETURN(wcc.after, DirAfterChange(*dir));
     return wcc;
   }
@@ -562,6 +598,8 @@ class LocalBackend::Fs {
       return NamespaceErrno(to_name);
     }
     if (victim) fds_.Erase(*victim);
+    attrs_.Erase(src.st_ino);
+    if (dst_exists) attrs_.Erase(dst.st_ino);
     GEOFS_ASSIGN_OR_RETURN(reply.from_dir_wcc.after, DirAfterChange(*from));
     GEOFS_ASSIGN_OR_RETURN(reply.to_dir_wcc.after, DirAfterChange(*to));
     return reply;
@@ -583,6 +621,7 @@ class LocalBackend::Fs {
       return Errno(name);
     }
     if (options_.sync_metadata) GEOFS_RETURN_IF_ERROR(SyncObject(*file));
+    attrs_.Erase(fst.st_ino);
     GEOFS_ASSIGN_OR_RETURN(struct stat after, Fstat(file->fd()));
     reply.file_attr = ToAttr(after);
     GEOFS_ASSIGN_OR_RETURN(reply.dir_wcc.after, DirAfterChange(*dir));
@@ -592,53 +631,47 @@ class LocalBackend::Fs {
   Result<DirPage> ReadDir(const Credentials& cred, const Handle& dir_handle,
                           const ReadDirRequest& req) {
     if (req.max_entries == 0) return Status::TooSmall("max_entries is 0");
+    const int64_t now = RealNanos();
     GEOFS_ASSIGN_OR_RETURN(auto dir, OpenHandle(dir_handle, Need::kAny));
     GEOFS_ASSIGN_OR_RETURN(struct stat dst, LiveStat(dir_handle, *dir));
     const Attr dir_attr = ToAttr(dst);
     GEOFS_RETURN_IF_ERROR(CheckList(dir_attr, cred));
     const bool with_attrs = req.with_attrs && HasPermission(dir_attr, cred, kMayExec);
-    // A descriptor of our own: the position is per open file.
-    UniqueFd fd(::openat(dir->fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!fd.valid()) return Errno("open directory");
-    if (req.cookie != 0 && ::lseek(fd.get(), static_cast<off_t>(req.cookie), SEEK_SET) < 0) {
-      return Status::BadCookie();
-    }
     DirPage page;
     page.verifier = kCookieVerifier;
     page.dir_attr = dir_attr;
-    // Sized for the page: getdents64 does work for every entry it returns.
-    std::vector<char> buf(
-        std::clamp<size_t>(size_t{req.max_entries} * 64, kMinDirBufferBytes, kMaxDirBufferBytes));
-    while (true) {
-      ssize_t n = ::getdents64(fd.get(), buf.data(), buf.size());
-      if (n < 0) return Errno("getdents64");
-      if (n == 0) {
-        page.eof = true;
-        return page;
-      }
-      for (ssize_t pos = 0; pos < n;) {
-        const auto* d = reinterpret_cast<const dirent64*>(buf.data() + pos);
-        pos += d->d_reclen;
-        if (page.entries.size() == req.max_entries) return page;
-        DirEntry e;
-        e.name = d->d_name;
-        e.fileid = d->d_ino;
-        e.cookie = static_cast<uint64_t>(d->d_off);
-        if (e.name == ".") {
-          if (with_attrs) e.entry = Entry{dir_handle, dir_attr};
-        } else if (e.name == "..") {
-          Result<Entry> parent = ParentEntry(dir_handle, dir->fd(), dir_attr);
-          if (parent.ok()) {
-            e.fileid = parent->attr.fileid;
-            if (with_attrs) e.entry = std::move(parent).value();
-          }
-        } else if (with_attrs) {
-          Result<Entry> child = ChildEntry(fd.get(), d->d_name);
-          if (child.ok()) e.entry = std::move(child).value();
-        }
-        page.entries.push_back(std::move(e));
+
+    const DirStamp stamp = DirStamp::Of(dst);
+    std::shared_ptr<const DirListing> listing = dir_cache_.FindListing(dir_handle, stamp);
+    if (!listing && Trusted(dst, now)) {
+      GEOFS_ASSIGN_OR_RETURN(listing, ReadListing(*dir));
+      if (listing) dir_cache_.InsertListing(dir_handle, stamp, listing);
+    }
+    std::optional<size_t> start;
+    if (listing) start = listing->StartAfter(req.cookie);
+    if (!start) {
+      GEOFS_RETURN_IF_ERROR(ReadDirFromDisk(dir_handle, *dir, dir_attr, req, with_attrs, &page));
+      return page;
+    }
+    const auto& items = listing->items();
+    const size_t end = std::min<size_t>(items.size(), *start + req.max_entries);
+    page.eof = end == items.size();
+    std::vector<const DirListing::Item*> children;  // those of the page's entries needing attrs
+    std::vector<DirEntry*> child_entries;
+    page.entries.resize(end - *start);
+    for (size_t i = *start; i < end; ++i) {
+      const DirListing::Item& item = items[i];
+      DirEntry& e = page.entries[i - *start];
+      e.name = item.name;
+      e.fileid = item.ino;
+      e.cookie = item.cookie;
+      if (!DotEntry(dir_handle, *dir, dir_attr, with_attrs, &e) && with_attrs) {
+        children.push_back(&item);
+        child_entries.push_back(&e);
       }
     }
+    if (!children.empty()) FillChildren(dir_handle, stamp, dir->fd(), children, child_entries);
+    return page;
   }
 
   Result<FsStats> FsStat(const Handle& h) {
@@ -663,8 +696,9 @@ class LocalBackend::Fs {
     const Attr cur = ToAttr(st);
     GEOFS_RETURN_IF_ERROR(CheckWrite(cur, cred));
     if (::fdatasync(f->fd()) != 0) return Errno("fdatasync");
+    const AttrCache::Time now = SteadyNow();
     GEOFS_ASSIGN_OR_RETURN(struct stat after, Fstat(f->fd()));
-    return Wcc{ToWcc(cur), ToAttr(after)};
+    return Wcc{ToWcc(cur), Remember(after, now)};
   }
 
  private:
@@ -678,7 +712,9 @@ class LocalBackend::Fs {
         root_handle_(root_handle),
         root_path_(std::move(root_path)),
         caps_(caps),
-        fds_(cache_size) {}
+        fds_(cache_size),
+        dir_cache_(std::max<size_t>(options.max_cached_names, 1)),
+        attrs_(std::max<size_t>(options.max_cached_names, 1), options.attr_ttl) {}
 
   // The descriptor for `h`, decoded and checked on a cache miss. With kRead
   // or kWrite a regular file comes back readable (writable); any other type
@@ -739,17 +775,175 @@ class LocalBackend::Fs {
   // fstat, treating an object without names as gone (its descriptor may be
   // cached from before it was removed).
   Result<struct stat> LiveStat(const Handle& h, const OpenFd& f) {
+    const AttrCache::Time now = SteadyNow();
     GEOFS_ASSIGN_OR_RETURN(struct stat st, Fstat(f.fd()));
     if (st.st_nlink == 0) {
       fds_.Erase(h);
+      attrs_.Erase(st.st_ino);
       return Status::Stale();
     }
+    Remember(st, now);
     return st;
+  }
+
+  // Caches the attributes of `st`, read no earlier than `read_at`.
+  Attr Remember(const struct stat& st, AttrCache::Time read_at) {
+    Attr attr = ToAttr(st);
+    attrs_.Put(attr, read_at);
+    return attr;
+  }
+
+  // Whether a directory whose fresh fstat is `st`, taken after wall time
+  // `before_stat_ns`, may have its contents cached under its stamp: a later
+  // change then shows in its ctime (see kRacyWindowNs).
+  static bool Trusted(const struct stat& st, int64_t before_stat_ns) {
+    const int64_t ctime = int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec;
+    return ctime + kRacyWindowNs < before_stat_ns;
+  }
+
+  // The child `name` of directory `dirfd` in state `stamp`, answered from
+  // its memoised handle: an fstat of its cached descriptor, or else, for a
+  // regular file, an open for reading (which the READ that usually follows
+  // a LOOKUP needs anyway) and an fstat. Nullopt if it is not known.
+  std::optional<Entry> KnownChild(const Handle& dir_handle, const DirStamp& stamp, int dirfd,
+                                  const std::string& name) {
+    std::optional<NameInfo> known = dir_cache_.FindName(dir_handle, stamp, name);
+    if (!known) return std::nullopt;
+    std::shared_ptr<const OpenFd> f = fds_.Find(known->handle);
+    const bool opened = !f;
+    if (opened) {
+      // The stamp pins the name to this inode, so this opens no device or
+      // FIFO; O_NONBLOCK guards against one all the same.
+      if (known->type != FileType::kRegular) return std::nullopt;
+      const int fd =
+          ::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+      if (fd < 0) return std::nullopt;
+      f = std::make_shared<const OpenFd>(fd, FdAccess::kRead, FileType::kRegular);
+    }
+    const AttrCache::Time now = SteadyNow();
+    Result<struct stat> st = Fstat(f->fd());
+    if (!st.ok() || st->st_ino != known->ino || st->st_nlink == 0 ||
+        TypeOf(st->st_mode) != known->type) {
+      return std::nullopt;
+    }
+    if (opened) fds_.Insert(known->handle, std::move(f));
+    return Entry{known->handle, Remember(*st, now)};
+  }
+
+  // The whole listing of directory `dir` in file-system order, or null if
+  // it is too large to cache.
+  Result<std::shared_ptr<const DirListing>> ReadListing(const OpenFd& dir) {
+    UniqueFd fd(::openat(dir.fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid()) return Errno("open directory");
+    const size_t limit = options_.max_cached_names / 2;
+    std::vector<DirListing::Item> items;
+    std::vector<char> buf(kMaxDirBufferBytes);
+    while (true) {
+      ssize_t n = ::getdents64(fd.get(), buf.data(), buf.size());
+      if (n < 0) return Errno("getdents64");
+      if (n == 0) break;
+      for (ssize_t pos = 0; pos < n;) {
+        const auto* d = reinterpret_cast<const dirent64*>(buf.data() + pos);
+        pos += d->d_reclen;
+        items.push_back({d->d_name, d->d_ino, static_cast<uint64_t>(d->d_off)});
+      }
+      if (items.size() > limit) return std::shared_ptr<const DirListing>();
+    }
+    return std::make_shared<const DirListing>(std::move(items));
+  }
+
+  // Lists from the directory itself, seeking to the cookie: for cookies a
+  // cached listing does not know and for directories not cached.
+  Status ReadDirFromDisk(const Handle& dir_handle, const OpenFd& dir, const Attr& dir_attr,
+                         const ReadDirRequest& req, bool with_attrs, DirPage* page) {
+    // A descriptor of our own: the position is per open file.
+    UniqueFd fd(::openat(dir.fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid()) return Errno("open directory");
+    if (req.cookie != 0 && ::lseek(fd.get(), static_cast<off_t>(req.cookie), SEEK_SET) < 0) {
+      return Status::BadCookie();
+    }
+    // Sized for the page: getdents64 does work for every entry it returns.
+    std::vector<char> buf(
+        std::clamp<size_t>(size_t{req.max_entries} * 64, kMinDirBufferBytes, kMaxDirBufferBytes));
+    while (true) {
+      ssize_t n = ::getdents64(fd.get(), buf.data(), buf.size());
+      if (n < 0) return Errno("getdents64");
+      if (n == 0) {
+        page->eof = true;
+        return Status::Ok();
+      }
+      for (ssize_t pos = 0; pos < n;) {
+        const auto* d = reinterpret_cast<const dirent64*>(buf.data() + pos);
+        pos += d->d_reclen;
+        if (page->entries.size() == req.max_entries) return Status::Ok();
+        DirEntry e;
+        e.name = d->d_name;
+        e.fileid = d->d_ino;
+        e.cookie = static_cast<uint64_t>(d->d_off);
+        if (!DotEntry(dir_handle, dir, dir_attr, with_attrs, &e) && with_attrs) {
+          Result<Entry> child = ChildEntry(fd.get(), d->d_name);
+          if (child.ok()) e.entry = std::move(child).value();
+        }
+        page->entries.push_back(std::move(e));
+      }
+    }
+  }
+
+  // Completes "." and ".." (returning true); leaves other names alone.
+  bool DotEntry(const Handle& dir_handle, const OpenFd& dir, const Attr& dir_attr, bool with_attrs,
+                DirEntry* e) {
+    if (e->name == ".") {
+      if (with_attrs) e->entry = Entry{dir_handle, dir_attr};
+      return true;
+    }
+    if (e->name != "..") return false;
+    Result<Entry> parent = ParentEntry(dir_handle, dir.fd(), dir_attr);
+    if (parent.ok()) {
+      e->fileid = parent->attr.fileid;
+      if (with_attrs) e->entry = std::move(parent).value();
+    }
+    return true;
+  }
+
+  // Fills entries[i] with the handle and attributes of children[i] from the
+  // caches, asking the file system only for what they lack. An entry whose
+  // name now names another object is left without them.
+  void FillChildren(const Handle& dir_handle, const DirStamp& stamp, int dirfd,
+                    std::span<const DirListing::Item* const> children,
+                    std::span<DirEntry* const> entries) {
+    std::vector<Handle> handles(children.size());
+    dir_cache_.FindHandles(dir_handle, stamp, children, handles);
+    std::vector<std::pair<std::string_view, NameInfo>> found;
+    const AttrCache::Time now = SteadyNow();
+    for (size_t i = 0; i < children.size(); ++i) {
+      const DirListing::Item& item = *children[i];
+      DirEntry& e = *entries[i];
+      const Handle& handle = handles[i];
+      std::optional<Attr> attr = attrs_.Find(item.ino, now);
+      if (!handle.empty() && attr) {
+        e.entry = Entry{handle, *attr};
+        continue;
+      }
+      if (handle.empty()) {
+        Result<Entry> child = ChildEntry(dirfd, item.name.c_str());
+        if (!child.ok() || child->attr.fileid != item.ino) continue;
+        found.emplace_back(item.name, NameInfo{item.ino, child->attr.type, child->handle});
+        attrs_.Put(child->attr, now);
+        e.entry = std::move(child).value();
+        continue;
+      }
+      struct stat st;
+      if (::fstatat(dirfd, item.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (st.st_ino != item.ino || st.st_dev != root_dev_) continue;
+      e.entry = Entry{handle, Remember(st, now)};
+    }
+    dir_cache_.InsertNames(dir_handle, stamp, found);
   }
 
   // Opens `name` in `dirfd` without following symlinks; caches the
   // descriptor under the new handle if `cache`.
   Result<Entry> OpenChild(int dirfd, const char* name, bool cache) {
+    const AttrCache::Time now = SteadyNow();
     UniqueFd fd(::openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
     if (!fd.valid()) return Errno(name);
     GEOFS_ASSIGN_OR_RETURN(struct stat st, Fstat(fd.get()));
@@ -759,7 +953,7 @@ class LocalBackend::Fs {
       fds_.Insert(
           h, std::make_shared<const OpenFd>(fd.Release(), FdAccess::kPath, TypeOf(st.st_mode)));
     }
-    return Entry{h, ToAttr(st)};
+    return Entry{h, Remember(st, now)};
   }
 
   // The handle and attributes of `name` in `dirfd` for READDIRPLUS, in two
@@ -928,8 +1122,9 @@ class LocalBackend::Fs {
       UniqueFd fd(::openat(dir.fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       if (!fd.valid() || ::fsync(fd.get()) != 0) return Errno("fsync directory");
     }
+    const AttrCache::Time now = SteadyNow();
     GEOFS_ASSIGN_OR_RETURN(struct stat st, Fstat(dir.fd()));
-    return ToAttr(st);
+    return Remember(st, now);
   }
 
   // fsyncs a regular file or directory (other objects live in their
@@ -949,6 +1144,8 @@ class LocalBackend::Fs {
   const std::string root_path_;
   const Capabilities caps_;
   FdCache fds_;
+  DirCache dir_cache_;
+  AttrCache attrs_;
 };
 
 Result<std::unique_ptr<LocalBackend>> LocalBackend::Open(const std::string& root_dir,
@@ -961,6 +1158,8 @@ LocalBackend::LocalBackend(std::unique_ptr<Fs> fs) : fs_(std::move(fs)) {}
 LocalBackend::~LocalBackend() = default;
 
 size_t LocalBackend::CachedFileCount() const { return fs_->CachedFileCount(); }
+
+size_t LocalBackend::CachedNameCount() const { return fs_->CachedNameCount(); }
 
 Capabilities LocalBackend::GetCapabilities() const { return fs_->capabilities(); }
 

@@ -32,12 +32,22 @@
 //
 // ReadDir cookies are the file system's d_off values (stable hash positions
 // on ext4) and "." and ".." are listed; the root's ".." is the root itself.
-// The cookie verifier is a constant and is not checked.
+// The cookie verifier is a constant and is not checked. An unchanged
+// directory is listed from a cached copy of its entries (same order, same
+// cookies); a cookie the copy does not know, or a directory changed within
+// the last moments, is served by seeking the directory itself. LOOKUP in an
+// unchanged directory reuses the handle found before. See vfs/dir_cache.h.
+//
+// Attributes: GETATTR, LOOKUP and every reply's own attributes come from a
+// fresh fstat; READDIRPLUS entries may carry attributes up to
+// options.attr_ttl old when the object was changed by another local process
+// (NFS-Ganesha keeps them 60 s by default).
 //
 // Thread-safe. Callbacks run inline: every operation is a few blocking
 // system calls, so call it from a worker thread, not a network thread.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -48,10 +58,21 @@ namespace geofs::vfs {
 
 struct LocalBackendOptions {
   // Descriptors kept open for recently used handles (one per handle), so
-  // READ and WRITE need no open(2). Open() raises the soft RLIMIT_NOFILE
-  // (up to the hard limit) to fit them next to 1024 others; if it cannot,
-  // it caches half the limit instead.
-  size_t max_open_files = 4096;
+  // READ and WRITE need no open(2). Sized to hold a whole training data set
+  // of tens of thousands of files: an LRU smaller than the set a DataLoader
+  // cycles through hits nothing. Open() raises RLIMIT_NOFILE to fit them
+  // next to 1024 others (the hard limit too, when privileged); if it
+  // cannot, it caches what fits next to those (at least half the limit).
+  size_t max_open_files = 65536;
+  // Directory entries remembered across directories (listings in
+  // file-system order and name -> handle memos; about 200 bytes each), so
+  // READDIR(PLUS) pages and LOOKUPs in unchanged directories need neither
+  // getdents64 nor name_to_handle_at. See vfs/dir_cache.h.
+  size_t max_cached_names = 256 * 1024;
+  // How long attributes read for one object may be served in READDIRPLUS
+  // entries (refreshed by every operation that touches the object through
+  // this backend). Zero: stat every entry of every page. See vfs/dir_cache.h.
+  std::chrono::milliseconds attr_ttl{1000};
   // Whether a namespace change (create, remove, rename, link, setattr)
   // fsyncs the directories and the object it touched before replying. Off,
   // such changes become durable at the file system's next journal commit.
@@ -71,8 +92,13 @@ class LocalBackend : public Backend {
   // Descriptors currently held by the handle cache (at most
   // options.max_open_files).
   size_t CachedFileCount() const;
+  // Directory entries currently held by the directory cache (at most
+  // options.max_cached_names).
+  size_t CachedNameCount() const;
 
   Capabilities GetCapabilities() const override;
+  // True: metadata calls are a few system calls on cached descriptors.
+  bool QuickMetadata() const override { return true; }
   Result<Handle> Root() override;
 
   void GetAttr(const Credentials& cred, const Handle& h, Callback<Attr> cb) override;

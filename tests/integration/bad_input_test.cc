@@ -1,4 +1,4 @@
-// Hostile or broken input against the running daemon. After each kind of
+// Hostile or broken input against each running server. After each kind of
 // abuse the daemon must still be alive, serve a normal libnfs client, and
 // keep its memory bounded.
 #include <arpa/inet.h>
@@ -34,7 +34,7 @@ void Abort(int fd) {
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
 }
 
-class BadInputTest : public DaemonTest {
+class BadInputTest : public ServerTest {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartDaemon({"--squash", "none"})); }
 
@@ -52,7 +52,7 @@ class BadInputTest : public DaemonTest {
   // and the resident set stays under kMaxRss.
   void ExpectHealthy() {
     std::string how;
-    ASSERT_FALSE(daemon_->Exited(&how)) << "geofs-spoked " << how;
+    ASSERT_FALSE(daemon_->Exited(&how)) << ServerKindName(server_kind()) << " daemon " << how;
     auto client = Mount();
     ASSERT_NE(client, nullptr) << "a normal client can no longer mount";
     std::string name = "/health-" + std::to_string(++health_checks_);
@@ -76,7 +76,7 @@ class BadInputTest : public DaemonTest {
   int health_checks_ = 0;
 };
 
-TEST_F(BadInputTest, RandomBytes) {
+TEST_P(BadInputTest, RandomBytes) {
   std::mt19937 rng(1813);
   for (int conn = 0; conn < 32; ++conn) {
     auto c = Connect(conn % 2 == 0 ? daemon_->nfs_port() : daemon_->mount_port(),
@@ -101,7 +101,7 @@ TEST_F(BadInputTest, RandomBytes) {
   ExpectHealthy();
 }
 
-TEST_F(BadInputTest, TruncatedRecordsThenClose) {
+TEST_P(BadInputTest, TruncatedRecordsThenClose) {
   std::vector<uint8_t> call = CallHeader(1, kNfs, 0);
   for (int i = 0; i < 50; ++i) {
     auto c = Connect(daemon_->nfs_port());
@@ -122,7 +122,7 @@ TEST_F(BadInputTest, TruncatedRecordsThenClose) {
   ExpectHealthy();
 }
 
-TEST_F(BadInputTest, RecordMarkClaimingTwoGibibytes) {
+TEST_P(BadInputTest, RecordMarkClaimingTwoGibibytes) {
   auto c = Connect(daemon_->nfs_port());
   ASSERT_NE(c, nullptr);
   GEOFS_ASSERT_OK(c->SendBytes(RecordMark(0x7fffffff, true)));
@@ -144,7 +144,7 @@ TEST_F(BadInputTest, RecordMarkClaimingTwoGibibytes) {
   ExpectHealthy();
 }
 
-TEST_F(BadInputTest, FourGibibyteLengthsInsideCalls) {
+TEST_P(BadInputTest, FourGibibyteLengthsInsideCalls) {
   auto nfs = Connect(daemon_->nfs_port());
   ASSERT_NE(nfs, nullptr);
 
@@ -202,7 +202,7 @@ TEST_F(BadInputTest, FourGibibyteLengthsInsideCalls) {
   ExpectHealthy();
 }
 
-TEST_F(BadInputTest, UnknownProgramsInBulk) {
+TEST_P(BadInputTest, UnknownProgramsInBulk) {
   auto c = Connect(daemon_->nfs_port());
   ASSERT_NE(c, nullptr);
   // Pipelined: 1,000 calls out before any reply is read.
@@ -234,7 +234,7 @@ TEST_F(BadInputTest, UnknownProgramsInBulk) {
   ExpectHealthy();
 }
 
-TEST_F(BadInputTest, ClientsVanishingMidRecordAndMidReply) {
+TEST_P(BadInputTest, ClientsVanishingMidRecordAndMidReply) {
   auto writer = Mount();
   ASSERT_NE(writer, nullptr);
   GEOFS_ASSERT_OK(writer->WriteFile("/big", std::string(4 << 20, 'b')));
@@ -279,7 +279,7 @@ TEST_F(BadInputTest, ClientsVanishingMidRecordAndMidReply) {
   ExpectHealthy();
 }
 
-TEST_F(BadInputTest, FiveHundredConnectionsAtOnce) {
+TEST_P(BadInputTest, FiveHundredConnectionsAtOnce) {
   constexpr int kConnections = 500;
   std::vector<std::unique_ptr<RpcClient>> conns;
   for (int i = 0; i < kConnections; ++i) {
@@ -312,6 +312,8 @@ TEST_F(BadInputTest, FiveHundredConnectionsAtOnce) {
   conns.clear();
   ExpectHealthy();
 }
+
+GEOFS_INSTANTIATE_FOR_EACH_SERVER(BadInputTest);
 
 }  // namespace
 }  // namespace geofs::testing

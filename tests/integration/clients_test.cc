@@ -1,4 +1,5 @@
-// Several clients at once, and a directory far larger than one READDIR page.
+// Several clients at once, and a directory far larger than one READDIR page,
+// against each server.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,12 +40,12 @@ Status WriteAndVerify(NfsClient* client, char id, int count, size_t size) {
   return Status::Ok();
 }
 
-class ClientsTest : public DaemonTest {
+class ClientsTest : public ServerTest {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartDaemon({"--squash", "none"})); }
 };
 
-TEST_F(ClientsTest, TwoClientsWorkConcurrentlyAndSeeEachOthersChanges) {
+TEST_P(ClientsTest, TwoClientsWorkConcurrentlyAndSeeEachOthersChanges) {
   auto a = Mount();
   auto b = Mount();
   ASSERT_NE(a, nullptr);
@@ -82,7 +83,7 @@ TEST_F(ClientsTest, TwoClientsWorkConcurrentlyAndSeeEachOthersChanges) {
   EXPECT_EQ(std::count(names.begin(), names.end(), "b-5"), 1);
 }
 
-TEST_F(ClientsTest, ManyClientsReadOneFileWhileAnotherAppends) {
+TEST_P(ClientsTest, ManyClientsReadOneFileWhileAnotherAppends) {
   auto writer = Mount();
   ASSERT_NE(writer, nullptr);
   std::string base = Pattern('w', 0, 1 << 20);
@@ -129,10 +130,11 @@ TEST_F(ClientsTest, ManyClientsReadOneFileWhileAnotherAppends) {
   EXPECT_EQ(st.nfs_size, base.size() + 8 * 64 * 1024);
 }
 
-// A 10,000-entry directory. The entries are made directly on disk: creating
-// them is not what these tests are about, and through NFS it would cost most
-// of the test's time (ext4 creates are slow on this kind of VM).
-class LargeDirectoryTest : public DaemonTest {
+// A 10,000-entry directory. The entries are made directly on disk (and
+// imported into a hub): creating them is not what these tests are about, and
+// through NFS it would cost most of the test's time (ext4 creates are slow on
+// this kind of VM).
+class LargeDirectoryTest : public ServerTest {
  protected:
   static constexpr int kEntries = 10000;
 
@@ -147,6 +149,7 @@ class LargeDirectoryTest : public DaemonTest {
       close(fd);
       expected_.insert(name);
     }
+    ASSERT_NO_FATAL_FAILURE(Publish());
     raw_ = Raw();
     ASSERT_NE(raw_, nullptr);
     GEOFS_ASSERT_OK_AND_ASSIGN(auto looked, raw_->Lookup(raw_->root(), "big"));
@@ -183,7 +186,7 @@ class LargeDirectoryTest : public DaemonTest {
   std::set<std::string> expected_;
 };
 
-TEST_F(LargeDirectoryTest, ListedCompletelyByEveryMethod) {
+TEST_P(LargeDirectoryTest, ListedCompletelyByEveryMethod) {
   {
     SCOPED_TRACE("libnfs opendir (READDIRPLUS)");
     auto client = Mount();
@@ -250,7 +253,7 @@ TEST_F(LargeDirectoryTest, ListedCompletelyByEveryMethod) {
   }
 }
 
-TEST_F(LargeDirectoryTest, PagingSurvivesConcurrentChanges) {
+TEST_P(LargeDirectoryTest, PagingSurvivesConcurrentChanges) {
   // Another client removes and adds entries between pages; every entry that
   // exists throughout must be seen exactly once.
   auto other = Raw();
@@ -286,6 +289,9 @@ TEST_F(LargeDirectoryTest, PagingSurvivesConcurrentChanges) {
     EXPECT_EQ(n, 1) << name << " listed " << n << " times";
   }
 }
+
+GEOFS_INSTANTIATE_FOR_EACH_SERVER(ClientsTest);
+GEOFS_INSTANTIATE_FOR_EACH_SERVER(LargeDirectoryTest);
 
 }  // namespace
 }  // namespace geofs::testing

@@ -1,10 +1,19 @@
 #include "integration/daemon_test_base.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 namespace geofs::testing {
 
+void PrintTo(ServerKind kind, std::ostream* os) { *os << ServerKindName(kind); }
+
 void DaemonTest::StartDaemonWith(DaemonOptions options) {
+  options.kind = server_kind();
   auto created = Daemon::Create(options);
   // Two ports picked in a row can coincide; a second pick practically never.
   if (!created.ok() && created.status().code() == StatusCode::kUnavailable) {
@@ -43,6 +52,77 @@ std::unique_ptr<RawNfs> DaemonTest::Raw(uint32_t uid, uint32_t gid) {
   return std::move(raw).value();
 }
 
+void DaemonTest::Publish() {
+  Status published = daemon_->Publish();
+  ASSERT_TRUE(published.ok()) << published.ToString();
+}
+
+Result<std::unique_ptr<NfsClient>> DaemonTest::HubView() const {
+  return NfsClient::Mount(daemon_->Url(0, 0));
+}
+
+Result<ServerStat> DaemonTest::ServerLstat(const std::string& name) {
+  ServerStat out;
+  if (hub()) {
+    GEOFS_ASSIGN_OR_RETURN(std::unique_ptr<NfsClient> view, HubView());
+    GEOFS_ASSIGN_OR_RETURN(nfs_stat_64 st, view->Stat("/" + name));
+    out.mode = static_cast<uint32_t>(st.nfs_mode);
+    out.uid = static_cast<uint32_t>(st.nfs_uid);
+    out.gid = static_cast<uint32_t>(st.nfs_gid);
+    out.size = st.nfs_size;
+    out.nlink = st.nfs_nlink;
+    out.ino = st.nfs_ino;
+    out.mtime_sec = static_cast<int64_t>(st.nfs_mtime);
+    out.mtime_nsec = static_cast<int64_t>(st.nfs_mtime_nsec);
+    return out;
+  }
+  struct stat st;
+  if (lstat(Local(name).c_str(), &st) != 0) return Status::FromErrno(errno, Local(name));
+  out.mode = st.st_mode;
+  out.uid = st.st_uid;
+  out.gid = st.st_gid;
+  out.size = static_cast<uint64_t>(st.st_size);
+  out.nlink = st.st_nlink;
+  out.ino = st.st_ino;
+  out.mtime_sec = st.st_mtim.tv_sec;
+  out.mtime_nsec = st.st_mtim.tv_nsec;
+  return out;
+}
+
+Result<std::string> DaemonTest::ServerRead(const std::string& name) {
+  if (hub()) {
+    GEOFS_ASSIGN_OR_RETURN(std::unique_ptr<NfsClient> view, HubView());
+    return view->ReadFile("/" + name);
+  }
+  std::ifstream in(Local(name), std::ios::binary);
+  if (!in) return Status::FromErrno(errno, Local(name));
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::string DaemonTest::ServerContent(const std::string& name) {
+  Result<std::string> content = ServerRead(name);
+  return content.ok() ? *content : "<error: " + content.status().ToString() + ">";
+}
+
+Result<std::string> DaemonTest::ServerReadlink(const std::string& name) {
+  char target[4096] = {};
+  if (hub()) {
+    GEOFS_ASSIGN_OR_RETURN(std::unique_ptr<NfsClient> view, HubView());
+    int rc = nfs_readlink(view->ctx(), ("/" + name).c_str(), target, sizeof(target) - 1);
+    if (rc < 0) return Status::FromErrno(-rc, "readlink /" + name + ": " + view->Error());
+    return std::string(target);
+  }
+  ssize_t n = readlink(Local(name).c_str(), target, sizeof(target) - 1);
+  if (n < 0) return Status::FromErrno(errno, Local(name));
+  return std::string(target, static_cast<size_t>(n));
+}
+
+std::string DaemonTest::StorageDir() const {
+  return hub() ? daemon_->state_dir() : daemon_->export_dir();
+}
+
 void DaemonTest::TearDown() {
   if (daemon_ == nullptr) return;
   if (daemon_->running()) {
@@ -53,7 +133,8 @@ void DaemonTest::TearDown() {
     constexpr size_t kTail = 16 << 10;
     std::string log = daemon_->Log();
     if (log.size() > kTail) log = "...\n" + log.substr(log.size() - kTail);
-    std::cerr << "---- geofs-spoked log ----\n" << log << "----\n";
+    std::cerr << "---- " << (hub() ? "geofs-hubd" : "geofs-spoked") << " log ----\n"
+              << log << "----\n";
   }
 }
 

@@ -1,10 +1,14 @@
-// The gtest side of the integration harness: a fixture that runs one
-// geofs-spoked per test and connects libnfs clients to it.
+// The gtest side of the integration harness: fixtures that run one server
+// under test per test (geofs-spoked over a directory, or geofs-hubd) and
+// connect libnfs clients to it. ServerTest suites run once per server:
+// declare them with TEST_P and GEOFS_INSTANTIATE_FOR_EACH_SERVER(Suite).
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -51,10 +55,30 @@ const Status& StatusOf(const Result<T>& r) {
 
 namespace geofs::testing {
 
+// What the server itself holds for one object, seen without going through
+// the client under test: lstat() of the export directory for a spoke, a
+// separate uid-0 NFS mount for a hub (whose namespace lives in RocksDB; that
+// mount is subject to the export's squash policy like any client).
+struct ServerStat {
+  uint32_t mode = 0;  // type and permission bits (S_IFMT | 07777)
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t size = 0;
+  uint64_t nlink = 0;
+  uint64_t ino = 0;
+  int64_t mtime_sec = 0;
+  int64_t mtime_nsec = 0;
+};
+
 class DaemonTest : public ::testing::Test {
  protected:
-  // Starts geofs-spoked with `options`; fails the test fatally (with the
-  // daemon's log) if it does not come up. Call through ASSERT_NO_FATAL_FAILURE.
+  // The server StartDaemon() runs; ServerTest takes it from the parameter.
+  virtual ServerKind server_kind() const { return ServerKind::kSpoke; }
+  bool hub() const { return server_kind() == ServerKind::kHub; }
+
+  // Starts the server with `options` (options.kind is set to server_kind());
+  // fails the test fatally (with the daemon's log) if it does not come up.
+  // Call through ASSERT_NO_FATAL_FAILURE.
   void StartDaemonWith(DaemonOptions options);
   // The same with default options plus `extra_args` (e.g. {"--read-only"}).
   void StartDaemon(std::vector<std::string> extra_args = {}) {
@@ -71,14 +95,53 @@ class DaemonTest : public ::testing::Test {
   std::unique_ptr<RawNfs> Raw(uint32_t uid = 0, uint32_t gid = 0);
   RawOptions RawOptionsFor(uint32_t uid, uint32_t gid) const;
 
-  // Path of `name` inside the export directory on the local disk.
+  // Path of `name` inside the export directory on the local disk. For a hub
+  // this is a staging tree: call Publish() to make what is there visible.
   std::string Local(const std::string& name) const { return daemon_->export_dir() + "/" + name; }
+  // Makes files made under Local() visible through the export (a no-op for a
+  // spoke; geofsctl import for a hub). Fails the test fatally on error.
+  void Publish();
+
+  // The server's own view of `name` (relative to the export root), for
+  // checking that the server really did what a client was told it did.
+  // kNotFound if there is no such object.
+  Result<ServerStat> ServerLstat(const std::string& name);
+  Result<std::string> ServerRead(const std::string& name);
+  // ServerRead's content, or "<error: ...>" so that a comparison fails
+  // readably.
+  std::string ServerContent(const std::string& name);
+  // Whether ServerLstat finds `name`.
+  bool ServerHas(const std::string& name) { return ServerLstat(name).ok(); }
+  Result<std::string> ServerReadlink(const std::string& name);
+  // A directory on the file system that holds the server's data, whose
+  // statvfs() FSSTAT reports.
+  std::string StorageDir() const;
 
   // Stops the daemon with SIGTERM and expects a clean exit (status 0); on any
   // test failure prints the daemon's log.
   void TearDown() override;
 
   std::unique_ptr<Daemon> daemon_;
+
+ private:
+  // A fresh root mount: the hub's view for ServerLstat and friends.
+  Result<std::unique_ptr<NfsClient>> HubView() const;
 };
 
+// A DaemonTest run once per server kind.
+class ServerTest : public DaemonTest, public ::testing::WithParamInterface<ServerKind> {
+ protected:
+  ServerKind server_kind() const override { return GetParam(); }
+};
+
+// Prints "Spoke" / "Hub": gtest shows it as GetParam(), and CTest names each
+// test after it (Suite.Test/Spoke, Suite.Test/Hub).
+void PrintTo(ServerKind kind, std::ostream* os);
+
 }  // namespace geofs::testing
+
+// Instantiates the TEST_P tests of `suite` (a ServerTest) once per server.
+#define GEOFS_INSTANTIATE_FOR_EACH_SERVER(suite) \
+  INSTANTIATE_TEST_SUITE_P(                      \
+      , suite,                                   \
+      ::testing::Values(::geofs::testing::ServerKind::kSpoke, ::geofs::testing::ServerKind::kHub))

@@ -1,7 +1,6 @@
 // A 1 GiB file written through NFS and read back, checked end to end against
-// a deterministic pattern (never held in memory whole).
+// a deterministic pattern (never held in memory whole), on each server.
 #include <fcntl.h>
-#include <sys/stat.h>
 
 #include <cstring>
 #include <string>
@@ -29,12 +28,12 @@ void FillPattern(uint64_t offset, std::vector<char>& out) {
   }
 }
 
-class LargeFileTest : public DaemonTest {
+class LargeFileTest : public ServerTest {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartDaemon({"--squash", "none"})); }
 };
 
-TEST_F(LargeFileTest, OneGibibyteRoundTrip) {
+TEST_P(LargeFileTest, OneGibibyteRoundTrip) {
   auto client = Mount();
   ASSERT_NE(client, nullptr);
   nfs_context* nfs = client->ctx();
@@ -54,9 +53,8 @@ TEST_F(LargeFileTest, OneGibibyteRoundTrip) {
 
   GEOFS_ASSERT_OK_AND_ASSIGN(nfs_stat_64 st, client->Stat("/large"));
   EXPECT_EQ(st.nfs_size, kFileSize);
-  struct stat local;
-  ASSERT_EQ(stat(Local("large").c_str(), &local), 0);
-  EXPECT_EQ(static_cast<uint64_t>(local.st_size), kFileSize);
+  GEOFS_ASSERT_OK_AND_ASSIGN(ServerStat local, ServerLstat("large"));
+  EXPECT_EQ(local.size, kFileSize);
 
   ASSERT_EQ(nfs_open(nfs, "/large", O_RDONLY, &fh), 0) << client->Error();
   for (uint64_t offset = 0; offset < kFileSize; offset += kBlock) {
@@ -73,6 +71,8 @@ TEST_F(LargeFileTest, OneGibibyteRoundTrip) {
   EXPECT_EQ(nfs_pread(nfs, fh, kFileSize, 4096, block.data()), 0) << "read at EOF";
   ASSERT_EQ(nfs_close(nfs, fh), 0);
 }
+
+GEOFS_INSTANTIATE_FOR_EACH_SERVER(LargeFileTest);
 
 }  // namespace
 }  // namespace geofs::testing

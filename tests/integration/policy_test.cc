@@ -1,11 +1,12 @@
-// Export policy against the running daemon: read-only exports, squashing,
+// Export policy against each running server: read-only exports, squashing,
 // permission checks from AUTH_SYS credentials, and the client allowlist.
+// Objects with given owners and modes are made under Local() and published
+// (imported, for a hub) before the clients under test see them.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "integration/daemon_test_base.h"
@@ -29,14 +30,7 @@ void MakeLocalDir(const std::string& path, mode_t mode, uid_t uid = 0, gid_t gid
   ASSERT_EQ(chown(path.c_str(), uid, gid), 0) << path;
 }
 
-std::string ReadLocal(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-class ReadOnlyExportTest : public DaemonTest {
+class ReadOnlyExportTest : public ServerTest {
  protected:
   void SetUp() override {
     // Root is not squashed, so every refusal below comes from --read-only
@@ -46,10 +40,11 @@ class ReadOnlyExportTest : public DaemonTest {
     ASSERT_NO_FATAL_FAILURE(MakeLocalDir(Local("d"), 0755));
     ASSERT_NO_FATAL_FAILURE(MakeLocalDir(Local("empty"), 0755));
     ASSERT_EQ(symlink("f", Local("l").c_str()), 0);
+    ASSERT_NO_FATAL_FAILURE(Publish());
   }
 };
 
-TEST_F(ReadOnlyExportTest, RefusesEveryModifyingProcedure) {
+TEST_P(ReadOnlyExportTest, RefusesEveryModifyingProcedure) {
   auto raw = Raw();
   ASSERT_NE(raw, nullptr);
   const FileHandle& root = raw->root();
@@ -79,19 +74,18 @@ TEST_F(ReadOnlyExportTest, RefusesEveryModifyingProcedure) {
   GEOFS_ASSERT_OK_AND_ASSIGN(nfsstat3 link, raw->Link(f.fh, root, "hard"));
   EXPECT_NFS_STATUS(NFS3ERR_ROFS, link);
 
-  // Nothing changed on disk.
-  EXPECT_EQ(ReadLocal(Local("f")), "content");
-  struct stat st;
-  ASSERT_EQ(lstat(Local("f").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0644u);
-  EXPECT_EQ(st.st_nlink, 1u);
+  // Nothing changed on the server.
+  EXPECT_EQ(ServerContent("f"), "content");
+  GEOFS_ASSERT_OK_AND_ASSIGN(ServerStat st, ServerLstat("f"));
+  EXPECT_EQ(st.mode & 07777, 0644u);
+  EXPECT_EQ(st.nlink, 1u);
   for (const char* name : {"new", "newdir", "newlink", "newfifo", "g", "hard"}) {
-    EXPECT_NE(lstat(Local(name).c_str(), &st), 0) << name;
+    EXPECT_FALSE(ServerHas(name)) << name;
   }
-  EXPECT_EQ(lstat(Local("empty").c_str(), &st), 0);
+  EXPECT_TRUE(ServerHas("empty"));
 }
 
-TEST_F(ReadOnlyExportTest, ReadsWork) {
+TEST_P(ReadOnlyExportTest, ReadsWork) {
   auto raw = Raw();
   ASSERT_NE(raw, nullptr);
   GEOFS_ASSERT_OK_AND_ASSIGN(auto f, raw->Lookup(raw->root(), "f"));
@@ -132,34 +126,44 @@ TEST_F(ReadOnlyExportTest, ReadsWork) {
   EXPECT_EQ(nfs_unlink(client->ctx(), "/f"), -EROFS);
   EXPECT_EQ(nfs_chmod(client->ctx(), "/f", 0600), -EROFS);
   EXPECT_FALSE(client->WriteFile("/f", "overwrite").ok());
-  EXPECT_EQ(ReadLocal(Local("f")), "content");
+  EXPECT_EQ(ServerContent("f"), "content");
 }
 
-class SquashTest : public DaemonTest {
+class SquashTest : public ServerTest {
  protected:
   // Creates /pub/name as (uid, gid) and returns the owner the server reports,
-  // after checking that the disk agrees.
+  // after checking that the server's own view agrees.
   void CreateAs(uint32_t uid, uint32_t gid, const std::string& name, uint32_t* owner_uid,
                 uint32_t* owner_gid) {
     struct stat pub;
     if (lstat(Local("pub").c_str(), &pub) != 0) {
       ASSERT_NO_FATAL_FAILURE(MakeLocalDir(Local("pub"), 0777));
+      ASSERT_NO_FATAL_FAILURE(Publish());
     }
     auto client = Mount(uid, gid);
     ASSERT_NE(client, nullptr);
     GEOFS_ASSERT_OK(client->WriteFile("/pub/" + name, "x"));
     GEOFS_ASSERT_OK_AND_ASSIGN(nfs_stat_64 st, client->Stat("/pub/" + name));
-    struct stat local;
-    ASSERT_EQ(lstat(Local("pub/" + name).c_str(), &local), 0);
-    EXPECT_EQ(local.st_uid, st.nfs_uid);
-    EXPECT_EQ(local.st_gid, st.nfs_gid);
+    GEOFS_ASSERT_OK_AND_ASSIGN(ServerStat local, ServerLstat("pub/" + name));
+    EXPECT_EQ(local.uid, st.nfs_uid);
+    EXPECT_EQ(local.gid, st.nfs_gid);
     *owner_uid = static_cast<uint32_t>(st.nfs_uid);
     *owner_gid = static_cast<uint32_t>(st.nfs_gid);
   }
 };
 
-TEST_F(SquashTest, RootIsSquashedByDefault) {
+TEST_P(SquashTest, DefaultDependsOnTheServer) {
+  // A standalone spoke squashes root like knfsd; the hub trusts client uids
+  // as its gRPC API does (src/hub/main.cc).
   ASSERT_NO_FATAL_FAILURE(StartDaemon());
+  uint32_t uid = 1, gid = 1;
+  ASSERT_NO_FATAL_FAILURE(CreateAs(0, 0, "by-root", &uid, &gid));
+  EXPECT_EQ(uid, hub() ? 0u : kNobody);
+  EXPECT_EQ(gid, hub() ? 0u : kNobody);
+}
+
+TEST_P(SquashTest, RootSquashMapsOnlyRoot) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon({"--squash", "root"}));
   uint32_t uid = 0, gid = 0;
   ASSERT_NO_FATAL_FAILURE(CreateAs(0, 0, "by-root", &uid, &gid));
   EXPECT_EQ(uid, kNobody);
@@ -177,7 +181,7 @@ TEST_F(SquashTest, RootIsSquashedByDefault) {
   EXPECT_EQ(gid, 1000u);
 }
 
-TEST_F(SquashTest, NoneKeepsRoot) {
+TEST_P(SquashTest, NoneKeepsRoot) {
   ASSERT_NO_FATAL_FAILURE(StartDaemon({"--squash", "none"}));
   uint32_t uid = 1, gid = 1;
   ASSERT_NO_FATAL_FAILURE(CreateAs(0, 0, "by-root", &uid, &gid));
@@ -185,7 +189,7 @@ TEST_F(SquashTest, NoneKeepsRoot) {
   EXPECT_EQ(gid, 0u);
 }
 
-TEST_F(SquashTest, AllMapsEveryone) {
+TEST_P(SquashTest, AllMapsEveryone) {
   ASSERT_NO_FATAL_FAILURE(StartDaemon({"--squash", "all"}));
   uint32_t uid = 0, gid = 0;
   ASSERT_NO_FATAL_FAILURE(CreateAs(1000, 1000, "by-user", &uid, &gid));
@@ -193,7 +197,7 @@ TEST_F(SquashTest, AllMapsEveryone) {
   EXPECT_EQ(gid, kNobody);
 }
 
-TEST_F(SquashTest, AnonymousIdentityIsConfigurable) {
+TEST_P(SquashTest, AnonymousIdentityIsConfigurable) {
   ASSERT_NO_FATAL_FAILURE(
       StartDaemon({"--squash", "all", "--anon-uid", "4242", "--anon-gid", "4343"}));
   uint32_t uid = 0, gid = 0;
@@ -202,18 +206,19 @@ TEST_F(SquashTest, AnonymousIdentityIsConfigurable) {
   EXPECT_EQ(gid, 4343u);
 }
 
-// Default policy (root squash). The export root is root-owned 0755.
-class PermissionTest : public DaemonTest {
+// Root squash. The export root is root-owned 0755.
+class PermissionTest : public ServerTest {
  protected:
   void SetUp() override {
-    ASSERT_NO_FATAL_FAILURE(StartDaemon());
+    ASSERT_NO_FATAL_FAILURE(StartDaemon({"--squash", "root"}));
     ASSERT_NO_FATAL_FAILURE(MakeLocalFile(Local("rootfile"), "r", 0644));
     ASSERT_NO_FATAL_FAILURE(MakeLocalFile(Local("groupfile"), "g", 0640, 0, 2000));
     ASSERT_NO_FATAL_FAILURE(MakeLocalDir(Local("pub"), 0777));
+    ASSERT_NO_FATAL_FAILURE(Publish());
   }
 };
 
-TEST_F(PermissionTest, UserCanReadButNotWriteRootsFile) {
+TEST_P(PermissionTest, UserCanReadButNotWriteRootsFile) {
   auto client = Mount(1000, 1000);
   ASSERT_NE(client, nullptr);
   GEOFS_ASSERT_OK_AND_ASSIGN(std::string data, client->ReadFile("/rootfile"));
@@ -239,10 +244,10 @@ TEST_F(PermissionTest, UserCanReadButNotWriteRootsFile) {
                              raw->Access(f.fh, ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND));
   ASSERT_NFS_STATUS(NFS3_OK, access.first);
   EXPECT_EQ(access.second, static_cast<uint32_t>(ACCESS3_READ));
-  EXPECT_EQ(ReadLocal(Local("rootfile")), "r");
+  EXPECT_EQ(ServerContent("rootfile"), "r");
 }
 
-TEST_F(PermissionTest, UserCannotChangeRootsDirectory) {
+TEST_P(PermissionTest, UserCannotChangeRootsDirectory) {
   auto client = Mount(1000, 1000);
   ASSERT_NE(client, nullptr);
   EXPECT_FALSE(client->WriteFile("/mine", "x").ok());
@@ -261,19 +266,18 @@ TEST_F(PermissionTest, UserCannotChangeRootsDirectory) {
   GEOFS_ASSERT_OK_AND_ASSIGN(nfsstat3 remove, raw->Remove(raw->root(), "rootfile"));
   EXPECT_NFS_STATUS(NFS3ERR_ACCES, remove);
 
-  struct stat st;
-  EXPECT_NE(lstat(Local("mine").c_str(), &st), 0);
-  EXPECT_NE(lstat(Local("mydir").c_str(), &st), 0);
-  EXPECT_EQ(lstat(Local("rootfile").c_str(), &st), 0);
+  EXPECT_FALSE(ServerHas("mine"));
+  EXPECT_FALSE(ServerHas("mydir"));
+  EXPECT_TRUE(ServerHas("rootfile"));
 
   // A world-writable directory is fine, and the user owns what it creates.
   GEOFS_ASSERT_OK(client->WriteFile("/pub/mine", "x"));
-  ASSERT_EQ(lstat(Local("pub/mine").c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, 1000u);
-  EXPECT_EQ(st.st_gid, 1000u);
+  GEOFS_ASSERT_OK_AND_ASSIGN(ServerStat st, ServerLstat("pub/mine"));
+  EXPECT_EQ(st.uid, 1000u);
+  EXPECT_EQ(st.gid, 1000u);
 }
 
-TEST_F(PermissionTest, GroupBitsHonourPrimaryAndSupplementaryGroups) {
+TEST_P(PermissionTest, GroupBitsHonourPrimaryAndSupplementaryGroups) {
   RawOptions outsider = RawOptionsFor(1001, 1001);
   RawOptions primary = RawOptionsFor(1001, 2000);
   RawOptions supplementary = RawOptionsFor(1001, 1001);
@@ -294,9 +298,9 @@ TEST_F(PermissionTest, GroupBitsHonourPrimaryAndSupplementaryGroups) {
   }
 }
 
-class AllowlistTest : public DaemonTest {};
+class AllowlistTest : public ServerTest {};
 
-TEST_F(AllowlistTest, ClientOutsideTheAllowlistCannotMount) {
+TEST_P(AllowlistTest, ClientOutsideTheAllowlistCannotMount) {
   ASSERT_NO_FATAL_FAILURE(StartDaemon({"--allow", "10.0.0.0/8"}));
   GEOFS_ASSERT_OK_AND_ASSIGN(auto mnt, RawNfs::Mnt(RawOptionsFor(0, 0)));
   EXPECT_EQ(mnt.status, MNT3ERR_ACCES);
@@ -304,7 +308,7 @@ TEST_F(AllowlistTest, ClientOutsideTheAllowlistCannotMount) {
   EXPECT_FALSE(client.ok()) << "libnfs mounted despite the allowlist";
 }
 
-TEST_F(AllowlistTest, ClientInsideTheAllowlistMounts) {
+TEST_P(AllowlistTest, ClientInsideTheAllowlistMounts) {
   ASSERT_NO_FATAL_FAILURE(
       StartDaemon({"--allow", "10.0.0.0/8", "--allow", "127.0.0.0/8", "--squash", "none"}));
   GEOFS_ASSERT_OK_AND_ASSIGN(auto mnt, RawNfs::Mnt(RawOptionsFor(0, 0)));
@@ -314,7 +318,7 @@ TEST_F(AllowlistTest, ClientInsideTheAllowlistMounts) {
   GEOFS_ASSERT_OK(client->WriteFile("/ok", "fine"));
 }
 
-TEST_F(AllowlistTest, HandlesAreRefusedToClientsOutsideTheAllowlist) {
+TEST_P(AllowlistTest, HandlesAreRefusedToClientsOutsideTheAllowlist) {
   // A handle learnt while allowed must not work once the policy excludes the
   // client: the check is per call, not only at MNT.
   ASSERT_NO_FATAL_FAILURE(StartDaemon());
@@ -332,6 +336,11 @@ TEST_F(AllowlistTest, HandlesAreRefusedToClientsOutsideTheAllowlist) {
   GEOFS_ASSERT_OK_AND_ASSIGN(auto lookup, raw->Lookup(mnt.root, "anything"));
   EXPECT_NFS_STATUS(NFS3ERR_ACCES, lookup.status);
 }
+
+GEOFS_INSTANTIATE_FOR_EACH_SERVER(ReadOnlyExportTest);
+GEOFS_INSTANTIATE_FOR_EACH_SERVER(SquashTest);
+GEOFS_INSTANTIATE_FOR_EACH_SERVER(PermissionTest);
+GEOFS_INSTANTIATE_FOR_EACH_SERVER(AllowlistTest);
 
 }  // namespace
 }  // namespace geofs::testing

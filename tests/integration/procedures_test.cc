@@ -1,7 +1,8 @@
 // Every NFSv3 procedure and its main error paths through the real client
-// (libnfs), against geofs-spoked serving a local directory. Results are
-// cross-checked against the directory on disk where that proves the server
-// really did the work.
+// (libnfs), against each server: geofs-spoked serving a local directory and
+// geofs-hubd serving its namespace. Results are cross-checked against the
+// server's own view (the directory on disk, or a separate mount of the hub)
+// where that proves the server really did the work.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -11,9 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include "integration/daemon_test_base.h"
@@ -23,15 +22,8 @@ namespace {
 
 constexpr uint32_t kMiB = 1 << 20;
 
-std::string ReadLocal(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 // The daemon runs with --squash none so that a root client can chown.
-class ProceduresTest : public DaemonTest {
+class ProceduresTest : public ServerTest {
  protected:
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(StartDaemon({"--squash", "none"}));
@@ -44,19 +36,18 @@ class ProceduresTest : public DaemonTest {
   nfs_context* nfs_ = nullptr;
 };
 
-TEST_F(ProceduresTest, GetattrReportsWhatIsOnDisk) {
+TEST_P(ProceduresTest, GetattrReportsWhatIsOnDisk) {
   GEOFS_ASSERT_OK(client_->WriteFile("/f", "hello", 0640));
   GEOFS_ASSERT_OK_AND_ASSIGN(nfs_stat_64 st, client_->Stat("/f"));
-  struct stat local;
-  ASSERT_EQ(lstat(Local("f").c_str(), &local), 0);
+  GEOFS_ASSERT_OK_AND_ASSIGN(ServerStat local, ServerLstat("f"));
   EXPECT_EQ(st.nfs_size, 5u);
   EXPECT_TRUE(S_ISREG(st.nfs_mode));
   EXPECT_EQ(st.nfs_mode & 07777, 0640u);
-  EXPECT_EQ(local.st_mode & 07777, 0640u);
+  EXPECT_EQ(local.mode & 07777, 0640u);
   EXPECT_EQ(st.nfs_uid, 0u);
   EXPECT_EQ(st.nfs_nlink, 1u);
-  EXPECT_EQ(st.nfs_mtime, static_cast<uint64_t>(local.st_mtim.tv_sec));
-  EXPECT_EQ(st.nfs_mtime_nsec, static_cast<uint64_t>(local.st_mtim.tv_nsec));
+  EXPECT_EQ(st.nfs_mtime, static_cast<uint64_t>(local.mtime_sec));
+  EXPECT_EQ(st.nfs_mtime_nsec, static_cast<uint64_t>(local.mtime_nsec));
 
   GEOFS_ASSERT_OK_AND_ASSIGN(nfs_stat_64 root, client_->Stat("/"));
   EXPECT_TRUE(S_ISDIR(root.nfs_mode));
@@ -64,7 +55,7 @@ TEST_F(ProceduresTest, GetattrReportsWhatIsOnDisk) {
   EXPECT_EQ(root.nfs_dev, st.nfs_dev) << "fsid must be constant within the export";
 }
 
-TEST_F(ProceduresTest, SetattrChmodChownTruncateUtimes) {
+TEST_P(ProceduresTest, SetattrChmodChownTruncateUtimes) {
   GEOFS_ASSERT_OK(client_->WriteFile("/f", "hello world"));
 
   ASSERT_EQ(nfs_chmod(nfs_, "/f", 0600), 0) << client_->Error();
@@ -83,14 +74,13 @@ TEST_F(ProceduresTest, SetattrChmodChownTruncateUtimes) {
   EXPECT_EQ(st.nfs_mtime, 1200000000u);
   EXPECT_EQ(st.nfs_mtime_nsec, 500000000u);
 
-  struct stat local;
-  ASSERT_EQ(lstat(Local("f").c_str(), &local), 0);
-  EXPECT_EQ(local.st_mode & 07777, 0600u);
-  EXPECT_EQ(local.st_uid, 1234u);
-  EXPECT_EQ(local.st_gid, 5678u);
-  EXPECT_EQ(local.st_size, 5);
-  EXPECT_EQ(local.st_mtim.tv_sec, 1200000000);
-  EXPECT_EQ(ReadLocal(Local("f")), "hello");
+  GEOFS_ASSERT_OK_AND_ASSIGN(ServerStat local, ServerLstat("f"));
+  EXPECT_EQ(local.mode & 07777, 0600u);
+  EXPECT_EQ(local.uid, 1234u);
+  EXPECT_EQ(local.gid, 5678u);
+  EXPECT_EQ(local.size, 5u);
+  EXPECT_EQ(local.mtime_sec, 1200000000);
+  EXPECT_EQ(ServerContent("f"), "hello");
 
   // Growing by truncate reads back as zeros.
   ASSERT_EQ(nfs_truncate(nfs_, "/f", 8), 0) << client_->Error();
@@ -100,7 +90,7 @@ TEST_F(ProceduresTest, SetattrChmodChownTruncateUtimes) {
   EXPECT_EQ(nfs_chmod(nfs_, "/missing", 0600), -ENOENT);
 }
 
-TEST_F(ProceduresTest, SetattrGuardMismatchIsNotSync) {
+TEST_P(ProceduresTest, SetattrGuardMismatchIsNotSync) {
   GEOFS_ASSERT_OK(client_->WriteFile("/f", "x"));
   auto raw = Raw();
   ASSERT_NE(raw, nullptr);
@@ -130,7 +120,7 @@ TEST_F(ProceduresTest, SetattrGuardMismatchIsNotSync) {
   EXPECT_EQ(st.nfs_mode & 07777, 0604u);
 }
 
-TEST_F(ProceduresTest, LookupWalksPathsAndDotEntries) {
+TEST_P(ProceduresTest, LookupWalksPathsAndDotEntries) {
   ASSERT_EQ(nfs_mkdir(nfs_, "/d"), 0) << client_->Error();
   ASSERT_EQ(nfs_mkdir(nfs_, "/d/e"), 0) << client_->Error();
   GEOFS_ASSERT_OK(client_->WriteFile("/d/e/f", "deep"));
@@ -173,7 +163,7 @@ TEST_F(ProceduresTest, LookupWalksPathsAndDotEntries) {
   EXPECT_NFS_STATUS(NFS3ERR_NOTDIR, in_file.status);
 }
 
-TEST_F(ProceduresTest, AccessGrantsByModeBits) {
+TEST_P(ProceduresTest, AccessGrantsByModeBits) {
   GEOFS_ASSERT_OK(client_->WriteFile("/f", "x", 0644));
   GEOFS_ASSERT_OK(client_->WriteFile("/x", "x", 0755));
   ASSERT_EQ(nfs_mkdir(nfs_, "/d"), 0) << client_->Error();
@@ -199,7 +189,7 @@ TEST_F(ProceduresTest, AccessGrantsByModeBits) {
       << "only requested bits may be granted, and no execute without x bits";
 }
 
-TEST_F(ProceduresTest, SymlinkAndReadlink) {
+TEST_P(ProceduresTest, SymlinkAndReadlink) {
   ASSERT_EQ(nfs_symlink(nfs_, "some/where/else", "/link"), 0) << client_->Error();
   char target[4096] = {};
   ASSERT_EQ(nfs_readlink(nfs_, "/link", target, sizeof(target) - 1), 0) << client_->Error();
@@ -208,9 +198,8 @@ TEST_F(ProceduresTest, SymlinkAndReadlink) {
   EXPECT_TRUE(S_ISLNK(st.nfs_mode));
   EXPECT_EQ(st.nfs_size, std::strlen("some/where/else"));
 
-  char local[4096] = {};
-  ASSERT_GT(readlink(Local("link").c_str(), local, sizeof(local) - 1), 0);
-  EXPECT_STREQ(local, "some/where/else");
+  GEOFS_ASSERT_OK_AND_ASSIGN(std::string local, ServerReadlink("link"));
+  EXPECT_EQ(local, "some/where/else");
 
   EXPECT_EQ(nfs_symlink(nfs_, "x", "/link"), -EEXIST);
   GEOFS_ASSERT_OK(client_->WriteFile("/plain", "x"));
@@ -218,7 +207,7 @@ TEST_F(ProceduresTest, SymlinkAndReadlink) {
       << "READLINK of a regular file is NFS3ERR_INVAL";
 }
 
-TEST_F(ProceduresTest, UnstableWritesThenCommit) {
+TEST_P(ProceduresTest, UnstableWritesThenCommit) {
   auto raw = Raw();
   ASSERT_NE(raw, nullptr);
   GEOFS_ASSERT_OK_AND_ASSIGN(auto file, raw->Create(raw->root(), "u", UNCHECKED, ModeAttrs(0644)));
@@ -239,7 +228,7 @@ TEST_F(ProceduresTest, UnstableWritesThenCommit) {
   GEOFS_ASSERT_OK_AND_ASSIGN(auto commit, raw->Commit(file.fh));
   ASSERT_NFS_STATUS(NFS3_OK, commit.status);
   EXPECT_EQ(commit.verf, verf) << "COMMIT must return the verifier of the writes it covers";
-  EXPECT_EQ(ReadLocal(Local("u")), expected);
+  EXPECT_EQ(ServerContent("u"), expected);
 
   GEOFS_ASSERT_OK_AND_ASSIGN(auto head, raw->Read(file.fh, 0, 1000));
   ASSERT_NFS_STATUS(NFS3_OK, head.status);
@@ -257,10 +246,10 @@ TEST_F(ProceduresTest, UnstableWritesThenCommit) {
   GEOFS_ASSERT_OK(client_->WriteFile("/v", expected));
   GEOFS_ASSERT_OK_AND_ASSIGN(std::string back, client_->ReadFile("/v"));
   EXPECT_EQ(back, expected);
-  EXPECT_EQ(ReadLocal(Local("v")), expected);
+  EXPECT_EQ(ServerContent("v"), expected);
 }
 
-TEST_F(ProceduresTest, StableWritesAreCommittedAtLeastAsAsked) {
+TEST_P(ProceduresTest, StableWritesAreCommittedAtLeastAsAsked) {
   auto raw = Raw();
   ASSERT_NE(raw, nullptr);
   GEOFS_ASSERT_OK_AND_ASSIGN(auto file, raw->Create(raw->root(), "s", GUARDED, ModeAttrs(0644)));
@@ -271,14 +260,14 @@ TEST_F(ProceduresTest, StableWritesAreCommittedAtLeastAsAsked) {
   GEOFS_ASSERT_OK_AND_ASSIGN(auto w2, raw->Write(file.fh, 10, "data-sync", DATA_SYNC));
   ASSERT_NFS_STATUS(NFS3_OK, w2.status);
   EXPECT_GE(w2.committed, DATA_SYNC);
-  EXPECT_EQ(ReadLocal(Local("s")), "file-sync data-sync");
+  EXPECT_EQ(ServerContent("s"), "file-sync data-sync");
 
   // libnfs writes FILE_SYNC for files opened O_SYNC.
   GEOFS_ASSERT_OK(client_->WriteFile("/o", "synced", 0644, O_SYNC));
-  EXPECT_EQ(ReadLocal(Local("o")), "synced");
+  EXPECT_EQ(ServerContent("o"), "synced");
 }
 
-TEST_F(ProceduresTest, ReadAndWriteAreCappedAtOneMiB) {
+TEST_P(ProceduresTest, ReadAndWriteAreCappedAtOneMiB) {
   std::string big(3 * kMiB, 'z');
   GEOFS_ASSERT_OK(client_->WriteFile("/big", big));
   auto raw = Raw();
@@ -292,7 +281,7 @@ TEST_F(ProceduresTest, ReadAndWriteAreCappedAtOneMiB) {
   EXPECT_FALSE(r.eof);
 }
 
-TEST_F(ProceduresTest, CreateModesUncheckedGuardedExclusive) {
+TEST_P(ProceduresTest, CreateModesUncheckedGuardedExclusive) {
   auto raw = Raw();
   ASSERT_NE(raw, nullptr);
   GEOFS_ASSERT_OK_AND_ASSIGN(auto first, raw->Create(raw->root(), "c", UNCHECKED, ModeAttrs(0644)));
@@ -306,7 +295,7 @@ TEST_F(ProceduresTest, CreateModesUncheckedGuardedExclusive) {
   // UNCHECKED over an existing file succeeds and leaves it alone (no size).
   GEOFS_ASSERT_OK_AND_ASSIGN(auto again, raw->Create(raw->root(), "c", UNCHECKED, ModeAttrs(0644)));
   ASSERT_NFS_STATUS(NFS3_OK, again.status);
-  EXPECT_EQ(ReadLocal(Local("c")), "keep");
+  EXPECT_EQ(ServerContent("c"), "keep");
   // UNCHECKED with size 0 truncates it: the Linux client sends exactly this
   // for open(O_CREAT|O_TRUNC) of a name it believes absent.
   sattr3 truncate = NoAttrs();
@@ -314,7 +303,7 @@ TEST_F(ProceduresTest, CreateModesUncheckedGuardedExclusive) {
   truncate.size.set_size3_u.size = 0;
   GEOFS_ASSERT_OK_AND_ASSIGN(auto truncated, raw->Create(raw->root(), "c", UNCHECKED, truncate));
   ASSERT_NFS_STATUS(NFS3_OK, truncated.status);
-  EXPECT_EQ(ReadLocal(Local("c")), "");
+  EXPECT_EQ(ServerContent("c"), "");
 
   GEOFS_ASSERT_OK_AND_ASSIGN(auto guarded, raw->Create(raw->root(), "c", GUARDED, ModeAttrs(0644)));
   EXPECT_NFS_STATUS(NFS3ERR_EXIST, guarded.status);
@@ -350,14 +339,13 @@ TEST_F(ProceduresTest, CreateModesUncheckedGuardedExclusive) {
   EXPECT_EQ(nfs_open2(nfs_, "/c", O_WRONLY | O_CREAT | O_EXCL, 0644, &fh), -EEXIST);
 }
 
-TEST_F(ProceduresTest, MkdirAndRmdir) {
+TEST_P(ProceduresTest, MkdirAndRmdir) {
   ASSERT_EQ(nfs_mkdir2(nfs_, "/d", 0750), 0) << client_->Error();
   GEOFS_ASSERT_OK_AND_ASSIGN(nfs_stat_64 st, client_->Stat("/d"));
   EXPECT_TRUE(S_ISDIR(st.nfs_mode));
   EXPECT_EQ(st.nfs_mode & 07777, 0750u);
-  struct stat local;
-  ASSERT_EQ(lstat(Local("d").c_str(), &local), 0);
-  EXPECT_TRUE(S_ISDIR(local.st_mode));
+  GEOFS_ASSERT_OK_AND_ASSIGN(ServerStat local, ServerLstat("d"));
+  EXPECT_TRUE(S_ISDIR(local.mode));
   EXPECT_EQ(nfs_mkdir(nfs_, "/d"), -EEXIST);
   EXPECT_EQ(nfs_mkdir(nfs_, "/missing/d"), -ENOENT);
 
@@ -367,7 +355,7 @@ TEST_F(ProceduresTest, MkdirAndRmdir) {
   ASSERT_EQ(nfs_unlink(nfs_, "/d/f"), 0) << client_->Error();
   ASSERT_EQ(nfs_rmdir(nfs_, "/d"), 0) << client_->Error();
   EXPECT_EQ(client_->Stat("/d").status().code(), StatusCode::kNotFound);
-  EXPECT_NE(lstat(Local("d").c_str(), &local), 0);
+  EXPECT_FALSE(ServerHas("d"));
   EXPECT_EQ(nfs_rmdir(nfs_, "/d"), -ENOENT);
 
   // A subdirectory adds a link to its parent.
@@ -377,14 +365,13 @@ TEST_F(ProceduresTest, MkdirAndRmdir) {
   EXPECT_EQ(parent.nfs_nlink, 3u);
 }
 
-TEST_F(ProceduresTest, MknodMakesAFifo) {
+TEST_P(ProceduresTest, MknodMakesAFifo) {
   ASSERT_EQ(nfs_mknod(nfs_, "/fifo", S_IFIFO | 0640, 0), 0) << client_->Error();
   GEOFS_ASSERT_OK_AND_ASSIGN(nfs_stat_64 st, client_->Stat("/fifo"));
   EXPECT_TRUE(S_ISFIFO(st.nfs_mode));
   EXPECT_EQ(st.nfs_mode & 07777, 0640u);
-  struct stat local;
-  ASSERT_EQ(lstat(Local("fifo").c_str(), &local), 0);
-  EXPECT_TRUE(S_ISFIFO(local.st_mode));
+  GEOFS_ASSERT_OK_AND_ASSIGN(ServerStat local, ServerLstat("fifo"));
+  EXPECT_TRUE(S_ISFIFO(local.mode));
 
   auto raw = Raw();
   ASSERT_NE(raw, nullptr);
@@ -392,11 +379,10 @@ TEST_F(ProceduresTest, MknodMakesAFifo) {
   EXPECT_NFS_STATUS(NFS3ERR_EXIST, again.status);
 }
 
-TEST_F(ProceduresTest, Remove) {
+TEST_P(ProceduresTest, Remove) {
   GEOFS_ASSERT_OK(client_->WriteFile("/f", "x"));
   ASSERT_EQ(nfs_unlink(nfs_, "/f"), 0) << client_->Error();
-  struct stat local;
-  EXPECT_NE(lstat(Local("f").c_str(), &local), 0);
+  EXPECT_FALSE(ServerHas("f"));
   EXPECT_EQ(nfs_unlink(nfs_, "/f"), -ENOENT);
 
   ASSERT_EQ(nfs_mkdir(nfs_, "/d"), 0);
@@ -404,10 +390,10 @@ TEST_F(ProceduresTest, Remove) {
   ASSERT_NE(raw, nullptr);
   GEOFS_ASSERT_OK_AND_ASSIGN(nfsstat3 dir_remove, raw->Remove(raw->root(), "d"));
   EXPECT_NE(dir_remove, NFS3_OK) << "REMOVE must not remove a directory";
-  EXPECT_EQ(lstat(Local("d").c_str(), &local), 0);
+  EXPECT_TRUE(ServerHas("d"));
 }
 
-TEST_F(ProceduresTest, RenameWithinAcrossAndOverExisting) {
+TEST_P(ProceduresTest, RenameWithinAcrossAndOverExisting) {
   ASSERT_EQ(nfs_mkdir(nfs_, "/a"), 0);
   ASSERT_EQ(nfs_mkdir(nfs_, "/b"), 0);
   GEOFS_ASSERT_OK(client_->WriteFile("/a/one", "1"));
@@ -418,7 +404,7 @@ TEST_F(ProceduresTest, RenameWithinAcrossAndOverExisting) {
   ASSERT_EQ(nfs_rename(nfs_, "/a/two", "/b/three"), 0) << client_->Error();
   GEOFS_ASSERT_OK_AND_ASSIGN(nfs_stat_64 moved, client_->Stat("/b/three"));
   EXPECT_EQ(moved.nfs_ino, before.nfs_ino) << "rename must keep the file's identity";
-  EXPECT_EQ(ReadLocal(Local("b/three")), "1");
+  EXPECT_EQ(ServerContent("b/three"), "1");
 
   // Over an existing file: the target is replaced.
   GEOFS_ASSERT_OK(client_->WriteFile("/b/victim", "old"));
@@ -446,17 +432,16 @@ TEST_F(ProceduresTest, RenameWithinAcrossAndOverExisting) {
   EXPECT_EQ(file_data, "f");
 }
 
-TEST_F(ProceduresTest, HardLink) {
+TEST_P(ProceduresTest, HardLink) {
   GEOFS_ASSERT_OK(client_->WriteFile("/a", "shared"));
   ASSERT_EQ(nfs_link(nfs_, "/a", "/b"), 0) << client_->Error();
   GEOFS_ASSERT_OK_AND_ASSIGN(nfs_stat_64 a, client_->Stat("/a"));
   GEOFS_ASSERT_OK_AND_ASSIGN(nfs_stat_64 b, client_->Stat("/b"));
   EXPECT_EQ(a.nfs_ino, b.nfs_ino);
   EXPECT_EQ(a.nfs_nlink, 2u);
-  struct stat la, lb;
-  ASSERT_EQ(lstat(Local("a").c_str(), &la), 0);
-  ASSERT_EQ(lstat(Local("b").c_str(), &lb), 0);
-  EXPECT_EQ(la.st_ino, lb.st_ino);
+  GEOFS_ASSERT_OK_AND_ASSIGN(ServerStat la, ServerLstat("a"));
+  GEOFS_ASSERT_OK_AND_ASSIGN(ServerStat lb, ServerLstat("b"));
+  EXPECT_EQ(la.ino, lb.ino);
 
   GEOFS_ASSERT_OK(client_->WriteFile("/b", "changed"));
   GEOFS_ASSERT_OK_AND_ASSIGN(std::string data, client_->ReadFile("/a"));
@@ -468,7 +453,7 @@ TEST_F(ProceduresTest, HardLink) {
   EXPECT_EQ(left.nfs_nlink, 1u);
 }
 
-TEST_F(ProceduresTest, ReadDirAndReadDirPlusListEverything) {
+TEST_P(ProceduresTest, ReadDirAndReadDirPlusListEverything) {
   std::set<std::string> expected = {"sub"};
   ASSERT_EQ(nfs_mkdir(nfs_, "/sub"), 0);
   for (int i = 0; i < 40; ++i) {
@@ -542,7 +527,7 @@ TEST_F(ProceduresTest, ReadDirAndReadDirPlusListEverything) {
   EXPECT_NFS_STATUS(NFS3ERR_NOTDIR, not_dir.status);
 }
 
-TEST_F(ProceduresTest, FsstatFsinfoPathconf) {
+TEST_P(ProceduresTest, FsstatFsinfoPathconf) {
   auto raw = Raw();
   ASSERT_NE(raw, nullptr);
   FSINFO3args info_args{};
@@ -599,7 +584,7 @@ TEST_F(ProceduresTest, FsstatFsinfoPathconf) {
       }));
   ASSERT_NFS_STATUS(NFS3_OK, st_status);
   struct statvfs local;
-  ASSERT_EQ(statvfs(daemon_->export_dir().c_str(), &local), 0);
+  ASSERT_EQ(statvfs(StorageDir().c_str(), &local), 0);
   EXPECT_EQ(st.tbytes, uint64_t{local.f_blocks} * local.f_frsize);
   EXPECT_LE(st.fbytes, st.tbytes);
   EXPECT_LE(st.abytes, st.fbytes);
@@ -610,7 +595,7 @@ TEST_F(ProceduresTest, FsstatFsinfoPathconf) {
   EXPECT_EQ(vfs.f_blocks * vfs.f_frsize, st.tbytes);
 }
 
-TEST_F(ProceduresTest, NamesLongerThan255BytesAreRefused) {
+TEST_P(ProceduresTest, NamesLongerThan255BytesAreRefused) {
   std::string longest(255, 'n');
   std::string too_long(256, 'n');
   GEOFS_ASSERT_OK(client_->WriteFile("/" + longest, "ok"));
@@ -637,7 +622,7 @@ TEST_F(ProceduresTest, NamesLongerThan255BytesAreRefused) {
   EXPECT_NFS_STATUS(NFS3ERR_NAMETOOLONG, rename);
 }
 
-TEST_F(ProceduresTest, ForgedHandlesNeverReachAnotherFile) {
+TEST_P(ProceduresTest, ForgedHandlesNeverReachAnotherFile) {
   GEOFS_ASSERT_OK(client_->WriteFile("/secret", "s"));
   auto raw = Raw();
   ASSERT_NE(raw, nullptr);
@@ -669,7 +654,7 @@ TEST_F(ProceduresTest, ForgedHandlesNeverReachAnotherFile) {
   EXPECT_NFS_STATUS(NFS3ERR_STALE, gone.status);
 }
 
-TEST_F(ProceduresTest, WccDataAccompaniesChanges) {
+TEST_P(ProceduresTest, WccDataAccompaniesChanges) {
   auto raw = Raw();
   ASSERT_NE(raw, nullptr);
   GEOFS_ASSERT_OK_AND_ASSIGN(auto before, raw->Getattr(raw->root()));
@@ -704,6 +689,8 @@ TEST_F(ProceduresTest, WccDataAccompaniesChanges) {
   EXPECT_EQ(post.mtime.seconds, after.attr.mtime.seconds);
   EXPECT_EQ(post.mtime.nseconds, after.attr.mtime.nseconds);
 }
+
+GEOFS_INSTANTIATE_FOR_EACH_SERVER(ProceduresTest);
 
 }  // namespace
 }  // namespace geofs::testing

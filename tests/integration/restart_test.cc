@@ -1,8 +1,5 @@
-// What must survive a daemon restart (file handles, with the same state
-// directory) and what must not (the write verifier).
-#include <dirent.h>
-#include <unistd.h>
-
+// What must survive a daemon restart (file handles, with the same state or
+// data directory) and what must not (the write verifier), on each server.
 #include <filesystem>
 #include <string>
 
@@ -11,7 +8,7 @@
 namespace geofs::testing {
 namespace {
 
-class RestartTest : public DaemonTest {
+class RestartTest : public ServerTest {
  protected:
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(StartDaemon({"--squash", "none"}));
@@ -72,18 +69,18 @@ class RestartTest : public DaemonTest {
   uint64_t fileid_ = 0;
 };
 
-TEST_F(RestartTest, HandlesSurviveCleanRestart) {
+TEST_P(RestartTest, HandlesSurviveCleanRestart) {
   GEOFS_ASSERT_OK(daemon_->Restart());
   ExpectOldHandlesWork();
 }
 
-TEST_F(RestartTest, HandlesSurviveCrashAndRestart) {
+TEST_P(RestartTest, HandlesSurviveCrashAndRestart) {
   daemon_->Kill();
   GEOFS_ASSERT_OK(daemon_->Start());
   ExpectOldHandlesWork();
 }
 
-TEST_F(RestartTest, HandlesOfRemovedObjectsAreStaleAfterRestart) {
+TEST_P(RestartTest, HandlesOfRemovedObjectsAreStaleAfterRestart) {
   auto client = Mount();
   ASSERT_NE(client, nullptr);
   ASSERT_EQ(nfs_unlink(client->ctx(), "/dir/file"), 0) << client->Error();
@@ -97,13 +94,12 @@ TEST_F(RestartTest, HandlesOfRemovedObjectsAreStaleAfterRestart) {
   EXPECT_NFS_STATUS(NFS3_OK, dir.status);
 }
 
-TEST_F(RestartTest, NewHandleKeyInvalidatesOldHandles) {
-  // A fresh state directory means a fresh handle key: handles signed with
-  // the old key must be refused, not resolved.
+TEST_P(RestartTest, NewHandleKeyInvalidatesOldHandles) {
+  // A lost handle key means a fresh one: handles signed with the old key must
+  // be refused, not resolved. Both daemons keep it in their state (spoke) or
+  // data (hub) directory; the hub's namespace stays.
   GEOFS_ASSERT_OK(daemon_->Stop());
-  for (const auto& entry : std::filesystem::directory_iterator(daemon_->state_dir())) {
-    std::filesystem::remove_all(entry.path());
-  }
+  ASSERT_TRUE(std::filesystem::remove(daemon_->state_dir() + "/handle.key"));
   GEOFS_ASSERT_OK(daemon_->Start());
   auto raw = Raw();
   ASSERT_NE(raw, nullptr);
@@ -113,6 +109,8 @@ TEST_F(RestartTest, NewHandleKeyInvalidatesOldHandles) {
   GEOFS_ASSERT_OK_AND_ASSIGN(auto looked, raw->Lookup(raw->root(), "dir"));
   EXPECT_NFS_STATUS(NFS3_OK, looked.status);
 }
+
+GEOFS_INSTANTIATE_FOR_EACH_SERVER(RestartTest);
 
 }  // namespace
 }  // namespace geofs::testing

@@ -1,5 +1,6 @@
-// RPC-level behaviour of the running daemon seen from raw sockets: NULL
-// calls, program/version negotiation, fragments, shared ports and PORTMAP.
+// RPC-level behaviour of each running server seen from raw sockets: NULL
+// calls, program/version negotiation, fragments, shared ports, and PORTMAP
+// (which only the spoke serves).
 //
 // rpcinfo is not used: even with -n PORT it first asks an rpcbind on ADDR:111
 // (to convert the address), so it fails without one and, for 127.0.0.1,
@@ -40,9 +41,10 @@ std::unique_ptr<RpcClient> ConnectTo(uint16_t port) {
   return std::move(client).value();
 }
 
-class WireTest : public DaemonTest {};
+class WireTest : public ServerTest {};
+class SpokeWireTest : public DaemonTest {};
 
-TEST_F(WireTest, NullCallsSucceedOnBothPorts) {
+TEST_P(WireTest, NullCallsSucceedOnBothPorts) {
   ASSERT_NO_FATAL_FAILURE(StartDaemon());
   ASSERT_NE(daemon_->nfs_port(), daemon_->mount_port());
   auto nfs = ConnectTo(daemon_->nfs_port());
@@ -61,7 +63,7 @@ TEST_F(WireTest, NullCallsSucceedOnBothPorts) {
   }
 }
 
-TEST_F(WireTest, UnknownProgramsAndVersionsAreRejectedProperly) {
+TEST_P(WireTest, UnknownProgramsAndVersionsAreRejectedProperly) {
   ASSERT_NO_FATAL_FAILURE(StartDaemon());
   auto nfs = ConnectTo(daemon_->nfs_port());
   ASSERT_NE(nfs, nullptr);
@@ -116,7 +118,7 @@ TEST_F(WireTest, UnknownProgramsAndVersionsAreRejectedProperly) {
   EXPECT_EQ(null.accept_stat, kSuccess);
 }
 
-TEST_F(WireTest, MultiFragmentCallsAreReassembled) {
+TEST_P(WireTest, MultiFragmentCallsAreReassembled) {
   ASSERT_NO_FATAL_FAILURE(StartDaemon());
   auto mount = ConnectTo(daemon_->mount_port());
   ASSERT_NE(mount, nullptr);
@@ -140,7 +142,7 @@ TEST_F(WireTest, MultiFragmentCallsAreReassembled) {
   EXPECT_EQ(status, 0u) << "MNT3_OK";
 }
 
-TEST_F(WireTest, SharedPortServesBothPrograms) {
+TEST_P(WireTest, SharedPortServesBothPrograms) {
   DaemonOptions options;
   options.shared_port = true;
   options.extra_args = {"--squash", "none"};
@@ -179,7 +181,7 @@ std::vector<uint8_t> DirPath(const std::string& path) {
   return e.Flatten();
 }
 
-TEST_F(WireTest, MountProceduresMntDumpUmntExport) {
+TEST_P(WireTest, MountProceduresMntDumpUmntExport) {
   ASSERT_NO_FATAL_FAILURE(StartDaemon({"--allow", "10.0.0.0/8", "--allow", "127.0.0.0/8"}));
   auto mount = ConnectTo(daemon_->mount_port());
   ASSERT_NE(mount, nullptr);
@@ -268,7 +270,7 @@ uint32_t GetPort(RpcClient& pm, uint32_t program, uint32_t version) {
   return port;
 }
 
-TEST_F(WireTest, PortmapAnswersGetportAndDump) {
+TEST_F(SpokeWireTest, PortmapAnswersGetportAndDump) {
   DaemonOptions options;
   options.portmap = true;
   ASSERT_NO_FATAL_FAILURE(StartDaemonWith(options));
@@ -297,6 +299,8 @@ TEST_F(WireTest, PortmapAnswersGetportAndDump) {
   EXPECT_EQ(mappings.count({kNfs, 3, kTcp, daemon_->nfs_port()}), 1u);
   EXPECT_EQ(mappings.count({kMount, 3, kTcp, daemon_->mount_port()}), 1u);
 }
+
+GEOFS_INSTANTIATE_FOR_EACH_SERVER(WireTest);
 
 }  // namespace
 }  // namespace geofs::testing

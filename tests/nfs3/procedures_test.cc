@@ -654,5 +654,44 @@ TEST_F(ProceduresTest, ClientTimesRoundTrip) {
   EXPECT_EQ(a.mtime.nsec, 5u);
 }
 
+// A MemoryBackend that declares its metadata calls quick.
+class QuickBackend : public vfs::MemoryBackend {
+ public:
+  bool QuickMetadata() const override { return true; }
+};
+
+TEST(NfsProgramInlineTest, OnlyQuickMetadataOfQuickBackendsRunsInline) {
+  auto runs_inline = [](const NfsProgram& p, NfsProc proc) {
+    rpc::CallContext ctx;
+    ctx.procedure = static_cast<uint32_t>(proc);
+    return p.RunsInline(ctx);
+  };
+  HandleCodec codec(HandleCodec::RandomKey());
+  QuickBackend quick;
+  vfs::MemoryBackend slow;
+  ExportTable exports;
+  ExportOptions options;
+  options.path = "/quick";
+  ASSERT_TRUE(exports.Add(options, &quick).ok());
+  NfsProgram program(&exports, &codec);
+  for (NfsProc p : {NfsProc::kNull, NfsProc::kGetattr, NfsProc::kLookup, NfsProc::kAccess,
+                    NfsProc::kFsinfo, NfsProc::kPathconf}) {
+    EXPECT_TRUE(runs_inline(program, p)) << static_cast<int>(p);
+  }
+  for (NfsProc p : {NfsProc::kRead, NfsProc::kWrite, NfsProc::kReaddirplus, NfsProc::kCreate,
+                    NfsProc::kCommit}) {
+    EXPECT_FALSE(runs_inline(program, p)) << static_cast<int>(p);
+  }
+  options.path = "/slow";
+  ExportTable mixed;
+  ASSERT_TRUE(mixed.Add(options, &slow).ok());
+  options.path = "/quick";
+  ASSERT_TRUE(mixed.Add(options, &quick).ok());
+  NfsProgram mixed_program(&mixed, &codec);
+  EXPECT_TRUE(runs_inline(mixed_program, NfsProc::kNull));
+  EXPECT_FALSE(runs_inline(mixed_program, NfsProc::kGetattr)) << "one export may block";
+  EXPECT_FALSE(runs_inline(mixed_program, NfsProc::kLookup));
+}
+
 }  // namespace
 }  // namespace geofs::nfs3::testing

@@ -21,21 +21,27 @@ using testing::RpcCallSpec;
 using testing::RpcReply;
 using testing::TestProgram;
 
-// A Program whose version range and answer the test chooses.
+// A Program whose version range and answer the test chooses; procedure 1
+// runs inline if `inline_proc1`.
 class FixedProgram : public Program {
  public:
-  FixedProgram(uint32_t number, uint32_t low, uint32_t high, Reply (*answer)())
-      : number_(number), low_(low), high_(high), answer_(answer) {}
+  FixedProgram(uint32_t number, uint32_t low, uint32_t high, Reply (*answer)(),
+               bool inline_proc1 = false)
+      : number_(number), low_(low), high_(high), answer_(answer), inline_proc1_(inline_proc1) {}
   uint32_t program() const override { return number_; }
   uint32_t min_version() const override { return low_; }
   uint32_t max_version() const override { return high_; }
   void Dispatch(const CallContext&, std::span<const uint8_t>, Responder respond) override {
     respond(answer_());
   }
+  bool RunsInline(const CallContext& ctx) const override {
+    return inline_proc1_ && ctx.procedure == 1;
+  }
 
  private:
   uint32_t number_, low_, high_;
   Reply (*answer_)();
+  bool inline_proc1_;
 };
 
 class DispatcherTest : public ::testing::Test {
@@ -181,6 +187,19 @@ TEST_F(DispatcherTest, ProgramErrorsPassThrough) {
   std::vector<uint8_t> wire = replies_[0]->Flatten();
   EXPECT_EQ(ParseReply(std::span<const uint8_t>(wire).subspan(4))->accept_stat, 3u);
   EXPECT_EQ(LastReply().accept_stat, 4u);
+}
+
+TEST_F(DispatcherTest, CallsAProgramSaysAreCheapRunOnTheCallingThread) {
+  auto quick = std::make_shared<FixedProgram>(
+      502, 1, 1, [] { return Reply::Success(xdr::Encoder()); }, /*inline_proc1=*/true);
+  ASSERT_TRUE(dispatcher_.Register(quick).ok());
+  EXPECT_EQ(Handle(Call(502, 1, 1)), 1u) << "answered before Handle returned";
+  EXPECT_TRUE(tasks_.empty());
+  EXPECT_EQ(LastReply().accept_stat, 0u);
+  EXPECT_EQ(Handle(Call(502, 1, 2)), 0u) << "other procedures still go to the executor";
+  ASSERT_EQ(tasks_.size(), 1u);
+  RunTasks();
+  EXPECT_EQ(LastReply().accept_stat, 0u);
 }
 
 TEST_F(DispatcherTest, AProgramsAuthErrorIsDenied) {

@@ -17,8 +17,8 @@
 #include <sstream>
 #include <thread>
 
-#ifndef GEOFS_SPOKED_PATH
-#error "GEOFS_SPOKED_PATH must name the geofs-spoked binary"
+#if !defined(GEOFS_SPOKED_PATH) || !defined(GEOFS_HUBD_PATH) || !defined(GEOFS_GEOFSCTL_PATH)
+#error "GEOFS_SPOKED_PATH, GEOFS_HUBD_PATH and GEOFS_GEOFSCTL_PATH must name the binaries"
 #endif
 
 namespace geofs::testing {
@@ -68,15 +68,84 @@ bool PortAcceptsConnections(uint16_t port) {
   return ok;
 }
 
-}  // namespace
-
-std::string SpokedPath() {
-  const char* env = std::getenv("GEOFS_SPOKED");
-  return env != nullptr && *env != '\0' ? env : GEOFS_SPOKED_PATH;
+std::string EnvOr(const char* name, const char* fallback) {
+  const char* env = std::getenv(name);
+  return env != nullptr && *env != '\0' ? env : fallback;
 }
 
+// The port in "listening grpc=HOST:PORT" at or after `from`; 0 if absent or
+// not yet written out whole.
+uint16_t GrpcPortIn(const std::string& log, size_t from) {
+  static constexpr std::string_view kKey = "listening grpc=";
+  size_t at = log.find(kKey, from);
+  if (at == std::string::npos) return 0;
+  size_t end = log.find_first_of(" \n", at + kKey.size());
+  if (end == std::string::npos) return 0;
+  std::string address = log.substr(at + kKey.size(), end - at - kKey.size());
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return 0;
+  return static_cast<uint16_t>(std::strtoul(address.c_str() + colon + 1, nullptr, 10));
+}
+
+// Runs argv to completion with stdout and stderr appended to `log_path`;
+// OK if it exits with status 0 within `timeout`.
+Status RunToCompletion(const std::vector<std::string>& args, const std::string& log_path,
+                       std::chrono::milliseconds timeout) {
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (std::string& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return Status::FromErrno(errno, log_path);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);
+    int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int fork_errno = errno;
+  close(log_fd);
+  if (pid < 0) return Status::FromErrno(fork_errno, "fork");
+  auto deadline = Clock::now() + timeout;
+  int status = 0;
+  while (true) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return Status::FromErrno(errno, "waitpid");
+    if (Clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return Status(StatusCode::kDeadlineExceeded, args[0] + " did not finish in time");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+  return Status::Internal(args[0] + " " + DescribeWaitStatus(status));
+}
+
+}  // namespace
+
+std::string_view ServerKindName(ServerKind kind) {
+  return kind == ServerKind::kHub ? "Hub" : "Spoke";
+}
+
+std::string SpokedPath() { return EnvOr("GEOFS_SPOKED", GEOFS_SPOKED_PATH); }
+std::string HubdPath() { return EnvOr("GEOFS_HUBD", GEOFS_HUBD_PATH); }
+std::string GeofsctlPath() { return EnvOr("GEOFS_GEOFSCTL", GEOFS_GEOFSCTL_PATH); }
+
 Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options) {
-  if (options.binary.empty()) options.binary = SpokedPath();
+  if (options.kind == ServerKind::kHub && options.portmap) {
+    return Status::InvalidArgument("geofs-hubd serves no PORTMAP");
+  }
+  if (options.binary.empty()) {
+    options.binary = options.kind == ServerKind::kHub ? HubdPath() : SpokedPath();
+  }
   std::unique_ptr<Daemon> d(new Daemon(std::move(options)));
   std::string pattern = (std::filesystem::temp_directory_path() / "geofs-integ-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) return Status::FromErrno(errno, "mkdtemp");
@@ -124,27 +193,37 @@ std::vector<uint16_t> Daemon::Ports() const {
   return ports;
 }
 
+std::string Daemon::Name() const {
+  return options_.kind == ServerKind::kHub ? "geofs-hubd" : "geofs-spoked";
+}
+
+std::vector<std::string> Daemon::Arguments() const {
+  std::vector<std::string> args = {options_.binary};
+  if (options_.kind == ServerKind::kHub) {
+    args.insert(args.end(), {"--data-dir", state_dir_, "--listen", "127.0.0.1:0", "--nfs-port",
+                             std::to_string(nfs_port_)});
+    // Without --mount-port the hub serves MOUNT on the NFS port.
+    if (mount_port_ != nfs_port_) {
+      args.insert(args.end(), {"--mount-port", std::to_string(mount_port_)});
+    }
+  } else {
+    args.insert(args.end(), {"--export-dir", export_dir_, "--listen", "127.0.0.1", "--nfs-port",
+                             std::to_string(nfs_port_), "--mount-port", std::to_string(mount_port_),
+                             "--state-dir", state_dir_});
+    if (portmap_port_ != 0) {
+      args.insert(args.end(), {"--portmap-port", std::to_string(portmap_port_)});
+    }
+  }
+  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  return args;
+}
+
 Status Daemon::Start() {
   if (running()) return Status::Internal("daemon already running");
   if (access(options_.binary.c_str(), X_OK) != 0) {
-    return Status::NotFound("no executable geofs-spoked at " + options_.binary);
+    return Status::NotFound("no executable " + Name() + " at " + options_.binary);
   }
-  std::vector<std::string> args = {options_.binary,
-                                   "--export-dir",
-                                   export_dir_,
-                                   "--listen",
-                                   "127.0.0.1",
-                                   "--nfs-port",
-                                   std::to_string(nfs_port_),
-                                   "--mount-port",
-                                   std::to_string(mount_port_),
-                                   "--state-dir",
-                                   state_dir_};
-  if (portmap_port_ != 0) {
-    args.push_back("--portmap-port");
-    args.push_back(std::to_string(portmap_port_));
-  }
-  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  std::vector<std::string> args = Arguments();
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -186,14 +265,23 @@ Status Daemon::WaitUntilServing(size_t log_start) {
   while (true) {
     std::string how;
     if (Exited(&how)) {
-      return Status::Unavailable("geofs-spoked " + how + " before serving; log:\n" + Log());
+      return Status::Unavailable(Name() + " " + how + " before serving; log:\n" + Log());
     }
     bool all_accept = true;
     for (uint16_t port : Ports()) all_accept = all_accept && PortAcceptsConnections(port);
-    if (all_accept && Log().find("listening", log_start) != std::string::npos) return Status::Ok();
+    const std::string log = Log();
+    if (all_accept && options_.kind == ServerKind::kHub) {
+      // The hub's last start-up line names its gRPC port.
+      if (uint16_t grpc_port = GrpcPortIn(log, log_start); grpc_port != 0) {
+        grpc_address_ = "127.0.0.1:" + std::to_string(grpc_port);
+        return Status::Ok();
+      }
+    } else if (all_accept && log.find("listening", log_start) != std::string::npos) {
+      return Status::Ok();
+    }
     if (Clock::now() > deadline) {
       return Status(StatusCode::kDeadlineExceeded,
-                    "geofs-spoked did not accept connections on its ports within " +
+                    Name() + " did not accept connections on its ports within " +
                         std::to_string(options_.timeout.count()) + " ms; log:\n" + Log());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -223,13 +311,13 @@ Status Daemon::Stop() {
     if (r == pid_) {
       pid_ = -1;
       if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
-      return Status::Internal("geofs-spoked " + DescribeWaitStatus(status) +
-                              " after SIGTERM; log:\n" + Log());
+      return Status::Internal(Name() + " " + DescribeWaitStatus(status) + " after SIGTERM; log:\n" +
+                              Log());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   Kill();
-  return Status(StatusCode::kDeadlineExceeded, "geofs-spoked ignored SIGTERM for " +
+  return Status(StatusCode::kDeadlineExceeded, Name() + " ignored SIGTERM for " +
                                                    std::to_string(options_.timeout.count()) +
                                                    " ms; log:\n" + Log());
 }
@@ -246,6 +334,29 @@ void Daemon::Kill() {
 Status Daemon::Restart() {
   GEOFS_RETURN_IF_ERROR(Stop());
   return Start();
+}
+
+Status Daemon::Publish() {
+  if (options_.kind != ServerKind::kHub) return Status::Ok();
+  // Many workers: the trees tests publish are many small files, each bounded
+  // by the hub's synced commits rather than by bytes.
+  return Ctl({"import", "--keep-extraneous", "--workers", "32", export_dir_, "/"}).status();
+}
+
+Result<std::string> Daemon::Ctl(const std::vector<std::string>& args) {
+  if (options_.kind != ServerKind::kHub) return Status::InvalidArgument("geofsctl needs a hub");
+  if (!running()) return Status::Internal("hub not running");
+  std::vector<std::string> argv = {GeofsctlPath(), "--hub", grpc_address_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const std::string ctl_log = base_dir_ + "/geofsctl.log";
+  std::error_code ignored;
+  std::filesystem::remove(ctl_log, ignored);
+  Status ran = RunToCompletion(argv, ctl_log, std::chrono::minutes(2));
+  std::ifstream in(ctl_log, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (!ran.ok()) return Status(ran.code(), std::string(ran.message()) + "; output:\n" + out.str());
+  return out.str();
 }
 
 std::string Daemon::Url(uint32_t uid, uint32_t gid) const {

@@ -1,5 +1,6 @@
-// Runs geofs-spoked as a child process on free loopback ports, for tests that
-// drive the whole daemon with a real client.
+// Runs an NFS server under test (geofs-spoked over a directory, or geofs-hubd
+// over a fresh data directory) as a child process on free loopback ports, for
+// tests that drive the whole daemon with a real client.
 #pragma once
 
 #include <sys/types.h>
@@ -8,32 +9,45 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "geofs/status.h"
 
 namespace geofs::testing {
 
+// Which daemon serves the export.
+enum class ServerKind {
+  kSpoke,  // geofs-spoked --export-dir: a local directory (LocalBackend)
+  kHub,    // geofs-hubd --data-dir: the hub's namespace, export "/"
+};
+// "Spoke" or "Hub" (used in test names).
+std::string_view ServerKindName(ServerKind kind);
+
 struct DaemonOptions {
-  // Path of the geofs-spoked binary; empty means SpokedPath().
+  ServerKind kind = ServerKind::kSpoke;
+  // Path of the daemon binary; empty means SpokedPath() or HubdPath().
   std::string binary;
   // Flags appended after the fixed ones, e.g. {"--read-only"} or
   // {"--squash", "none"}.
   std::vector<std::string> extra_args;
   // Serve NFS and MOUNT on one port.
   bool shared_port = false;
-  // Also serve PORTMAP v2 on a port of its own (--portmap-port).
+  // Also serve PORTMAP v2 on a port of its own (--portmap-port). Spoke only.
   bool portmap = false;
   // How long Start() waits for the ports to accept connections, and Stop()
   // waits for the process to exit.
   std::chrono::milliseconds timeout{10000};
 };
 
-// One geofs-spoked process serving a private temporary directory as export
-// "/". The export, state directory and log live under one temporary base
-// directory that the destructor removes (set GEOFS_TEST_KEEP=1 to keep it).
-// The ports are chosen once, so a restarted daemon listens where the old one
-// did. Not thread-safe: use from one thread.
+// One daemon process serving export "/": a spoke over a private temporary
+// directory (export_dir()), or a hub over a private data directory
+// (state_dir()) with export_dir() as a staging tree that Publish() imports.
+// Everything lives under one temporary base directory that the destructor
+// removes (set GEOFS_TEST_KEEP=1 to keep it). The NFS and MOUNT ports are
+// chosen once, so a restarted daemon listens where the old one did (a hub's
+// gRPC port is picked anew by each start). Not thread-safe: use from one
+// thread.
 class Daemon {
  public:
   // Creates the directories and picks ports; does not start the process.
@@ -55,17 +69,33 @@ class Daemon {
   // Stop() then Start() with the same ports and directories.
   Status Restart();
 
+  // Makes what the test wrote under export_dir() visible through the export:
+  // nothing to do for a spoke (it serves that directory); for a hub,
+  // `geofsctl import --keep-extraneous export_dir() /`, which keeps modes,
+  // owners, mtimes and symlinks (not FIFOs or devices) and leaves entries
+  // made through NFS alone. REQUIRES: running().
+  Status Publish();
+  // Hub only: runs `geofsctl --hub grpc_address() args...`; its output
+  // (stdout and stderr), or an error carrying it if the exit status is not 0.
+  // REQUIRES: running().
+  Result<std::string> Ctl(const std::vector<std::string>& args);
+
   // Replaces DaemonOptions::extra_args for the next Start() (e.g. to restart
   // with another policy over the same state).
   void set_extra_args(std::vector<std::string> args) { options_.extra_args = std::move(args); }
 
   bool running() const { return pid_ > 0; }
+  ServerKind kind() const { return options_.kind; }
   uint16_t nfs_port() const { return nfs_port_; }
   uint16_t mount_port() const { return mount_port_; }
   // 0 unless DaemonOptions::portmap.
   uint16_t portmap_port() const { return portmap_port_; }
+  // Spoke: the served directory. Hub: the staging tree Publish() imports.
   const std::string& export_dir() const { return export_dir_; }
+  // Spoke: --state-dir (the handle key). Hub: --data-dir.
   const std::string& state_dir() const { return state_dir_; }
+  // Hub only: "127.0.0.1:PORT" of the gRPC API of the running process.
+  const std::string& grpc_address() const { return grpc_address_; }
 
   // A libnfs URL for export "/" with AUTH_SYS uid/gid and no auto-reconnect
   // (a dead server must fail the test, not hang it).
@@ -85,6 +115,8 @@ class Daemon {
   // `log_start`.
   Status WaitUntilServing(size_t log_start);
   std::vector<uint16_t> Ports() const;
+  std::vector<std::string> Arguments() const;
+  std::string Name() const;
 
   DaemonOptions options_;
   std::string base_dir_;
@@ -94,11 +126,14 @@ class Daemon {
   uint16_t nfs_port_ = 0;
   uint16_t mount_port_ = 0;
   uint16_t portmap_port_ = 0;
+  std::string grpc_address_;
   pid_t pid_ = -1;
 };
 
-// The geofs-spoked to test: $GEOFS_SPOKED if set, else the one this build
-// made (a compile definition).
+// The binaries to test: $GEOFS_SPOKED, $GEOFS_HUBD, $GEOFS_GEOFSCTL if set,
+// else the ones this build made (compile definitions).
 std::string SpokedPath();
+std::string HubdPath();
+std::string GeofsctlPath();
 
 }  // namespace geofs::testing

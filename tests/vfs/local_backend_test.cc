@@ -10,10 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "vfs/sync_backend.h"
@@ -234,6 +237,192 @@ TEST_F(LocalBackendTest, ReadDirCookiesAreValidInANewInstance) {
   EXPECT_TRUE(rest->eof);
   for (const auto& e : rest->entries) EXPECT_TRUE(names.insert(e.name).second) << e.name;
   EXPECT_EQ(names.size(), 102u);
+}
+
+// The directory cache trusts a directory only once its last change is a
+// little in the past (file times tick coarsely); tests wait that long.
+void LetTheDirectorySettle() { std::this_thread::sleep_for(std::chrono::milliseconds(80)); }
+
+// Every entry of `dir` (without "." and ".."), paging `per_page` at a time;
+// fails the test on a duplicate.
+std::map<std::string, DirEntry> ListAll(SyncBackend& fs, const Handle& dir, uint32_t per_page,
+                                        bool with_attrs = true) {
+  std::map<std::string, DirEntry> all;
+  ReadDirRequest req;
+  req.max_entries = per_page;
+  req.with_attrs = with_attrs;
+  for (int pages = 0; pages < 10000; ++pages) {
+    auto page = fs.ReadDir(kRoot, dir, req);
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    if (!page.ok()) break;
+    for (auto& e : page->entries) {
+      if (e.name == "." || e.name == "..") continue;
+      EXPECT_TRUE(all.emplace(e.name, e).second) << "listed twice: " << e.name;
+    }
+    if (page->eof) break;
+    req.cookie = page->entries.back().cookie;
+    req.verifier = page->verifier;
+  }
+  return all;
+}
+
+TEST_F(LocalBackendTest, CachedListingsFollowChangesMadeOnDisk) {
+  for (int i = 0; i < 50; ++i) MakeFile(root, "f" + std::to_string(i));
+  LetTheDirectorySettle();
+  auto before = ListAll(fs, root, 1000);
+  ASSERT_EQ(before.size(), 50u);
+  EXPECT_GE(backend->CachedNameCount(), 50u) << "a settled directory is cached";
+  EXPECT_EQ(ListAll(fs, root, 1000).size(), 50u);
+
+  // A file created with plain open() appears in the next listing.
+  int fd = ::open((export_dir + "/new").c_str(), O_CREAT | O_WRONLY, 0600);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  auto with_new = ListAll(fs, root, 1000);
+  ASSERT_TRUE(with_new.count("new"));
+  struct stat st;
+  ASSERT_EQ(::stat((export_dir + "/new").c_str(), &st), 0);
+  ASSERT_TRUE(with_new["new"].entry.has_value());
+  EXPECT_EQ(with_new["new"].entry->attr.fileid, st.st_ino);
+  EXPECT_EQ(with_new["new"].entry->attr.mode, 0600u);
+
+  // A removed one vanishes; a renamed one shows under its new name with the
+  // handle it had, also when the listing was cached in between.
+  LetTheDirectorySettle();
+  ASSERT_EQ(ListAll(fs, root, 1000).size(), 51u);
+  ASSERT_EQ(::unlink((export_dir + "/f3").c_str()), 0);
+  ASSERT_EQ(::rename((export_dir + "/f4").c_str(), (export_dir + "/g4").c_str()), 0);
+  auto after = ListAll(fs, root, 7);
+  EXPECT_EQ(after.size(), 50u);
+  EXPECT_FALSE(after.count("f3"));
+  EXPECT_FALSE(after.count("f4"));
+  ASSERT_TRUE(after.count("g4"));
+  ASSERT_TRUE(after["g4"].entry.has_value());
+  EXPECT_EQ(after["g4"].entry->handle, before["f4"].entry->handle);
+  auto looked_up = fs.Lookup(kRoot, root, "g4");
+  ASSERT_TRUE(looked_up.ok());
+  EXPECT_EQ(looked_up->object.handle, before["f4"].entry->handle);
+}
+
+TEST_F(LocalBackendTest, PagedListingsStayCompleteWhileTheDirectoryChanges) {
+  for (int i = 0; i < 300; ++i) MakeFile(root, "keep" + std::to_string(i));
+  LetTheDirectorySettle();
+  std::set<std::string> seen;
+  ReadDirRequest req;
+  req.max_entries = 17;
+  req.with_attrs = true;
+  int churn = 0;
+  for (int pages = 0; pages < 1000; ++pages) {
+    auto page = fs.ReadDir(kRoot, root, req);
+    ASSERT_TRUE(page.ok()) << page.status().ToString();
+    for (const auto& e : page->entries) {
+      if (e.name.starts_with("keep")) {
+        EXPECT_TRUE(seen.insert(e.name).second) << e.name;
+      }
+    }
+    if (page->eof) break;
+    // Between pages: churn on disk and through the backend; every other page
+    // lets the directory settle so the next one may come from the cache.
+    const std::string tmp_name = export_dir + "/tmp" + std::to_string(churn++);
+    int fd = ::open(tmp_name.c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    if (churn % 3 == 0) {
+      ASSERT_EQ(::unlink(tmp_name.c_str()), 0);
+    }
+    MakeFile(root, "via" + std::to_string(churn));
+    if (churn % 2 == 0) LetTheDirectorySettle();
+    req.cookie = page->entries.back().cookie;
+    req.verifier = page->verifier;
+  }
+  EXPECT_EQ(seen.size(), 300u) << "every entry that existed throughout is listed exactly once";
+}
+
+TEST_F(LocalBackendTest, LookupFollowsANameReplacedOnDisk) {
+  Entry a = MakeFile(root, "a", "old");
+  LetTheDirectorySettle();
+  for (int i = 0; i < 2; ++i) {
+    auto r = fs.Lookup(kRoot, root, "a");
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->object.handle, a.handle);
+  }
+  ASSERT_EQ(::rename((export_dir + "/a").c_str(), (export_dir + "/b").c_str()), 0);
+  int fd = ::open((export_dir + "/a").c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "newer", 5), 5);
+  ::close(fd);
+  LetTheDirectorySettle();
+  auto now_a = fs.Lookup(kRoot, root, "a");
+  ASSERT_TRUE(now_a.ok());
+  EXPECT_NE(now_a->object.handle, a.handle);
+  EXPECT_EQ(now_a->object.attr.size, 5u);
+  auto b = fs.Lookup(kRoot, root, "b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->object.handle, a.handle);
+  ASSERT_EQ(::unlink((export_dir + "/b").c_str()), 0);
+  EXPECT_EQ(fs.Lookup(kRoot, root, "b").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(LocalBackendTest, RepeatedLookupsWithFewDescriptorsStayExact) {
+  LocalBackendOptions options;
+  options.max_open_files = 2;
+  Reopen(options);
+  std::vector<Entry> files;
+  for (int i = 0; i < 10; ++i) {
+    files.push_back(MakeFile(root, "f" + std::to_string(i), std::string(i + 1, 'x')));
+  }
+  ASSERT_TRUE(fs.Symlink(kRoot, root, "link", "f0").ok());
+  LetTheDirectorySettle();
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 10; ++i) {
+      auto r = fs.Lookup(kRoot, root, "f" + std::to_string(i));
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(r->object.handle, files[i].handle);
+      EXPECT_EQ(r->object.attr.size, uint64_t(i + 1));
+      auto data = fs.Read(kRoot, r->object.handle, 0, 100);
+      ASSERT_TRUE(data.ok());
+      EXPECT_EQ(data->data.size(), size_t(i + 1));
+    }
+    auto link = fs.Lookup(kRoot, root, "link");
+    ASSERT_TRUE(link.ok());
+    EXPECT_EQ(link->object.attr.type, FileType::kSymlink);
+    EXPECT_LE(backend->CachedFileCount(), 2u);
+  }
+}
+
+TEST_F(LocalBackendTest, ListingAttributesFollowChangesMadeThroughTheBackend) {
+  Entry f = MakeFile(root, "f", "12");
+  LetTheDirectorySettle();
+  ASSERT_EQ(ListAll(fs, root, 100)["f"].entry->attr.size, 2u);
+  ASSERT_TRUE(fs.Write(kRoot, f.handle, 0, "12345").ok());
+  EXPECT_EQ(ListAll(fs, root, 100)["f"].entry->attr.size, 5u);
+  SetAttrs chmod;
+  chmod.mode = 0600;
+  ASSERT_TRUE(fs.SetAttr(kRoot, f.handle, chmod).ok());
+  EXPECT_EQ(ListAll(fs, root, 100)["f"].entry->attr.mode, 0600u);
+}
+
+TEST_F(LocalBackendTest, WithoutAnAttributeTtlListingsShowOnDiskChangesAtOnce) {
+  LocalBackendOptions options;
+  options.attr_ttl = std::chrono::milliseconds(0);
+  Reopen(options);
+  MakeFile(root, "f");
+  LetTheDirectorySettle();
+  ASSERT_EQ(ListAll(fs, root, 100)["f"].entry->attr.mode, 0644u);
+  ASSERT_EQ(::chmod((export_dir + "/f").c_str(), 0640), 0);
+  EXPECT_EQ(ListAll(fs, root, 100)["f"].entry->attr.mode, 0640u);
+  EXPECT_GT(backend->CachedNameCount(), 0u) << "the names are still cached";
+}
+
+TEST_F(LocalBackendTest, DirectoriesLargerThanTheCacheAreListedFromDisk) {
+  LocalBackendOptions options;
+  options.max_cached_names = 20;
+  Reopen(options);
+  for (int i = 0; i < 30; ++i) MakeFile(root, "f" + std::to_string(i));
+  LetTheDirectorySettle();
+  EXPECT_EQ(ListAll(fs, root, 8).size(), 30u);
+  EXPECT_EQ(ListAll(fs, root, 8, /*with_attrs=*/false).size(), 30u);
+  EXPECT_EQ(backend->CachedNameCount(), 0u);
 }
 
 TEST_F(LocalBackendTest, SyncMetadataOptionKeepsEverythingWorking) {

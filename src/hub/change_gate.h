@@ -1,0 +1,95 @@
+// ChangeGate: every namespace change, from any source (the gRPC API, the
+// hub's NFS export), runs under LeaseManager::BeginChange on the inodes it
+// affects, so that no spoke still caches their old state under a lease
+// when the change commits (docs/coherence.md).
+//
+// Affected inodes: setattr and chunk-map commits the file; create, mkdir,
+// symlink and mknod the directory (and the file an UNCHECKED create would
+// truncate); remove and rmdir the directory and the removed inode; rename
+// both directories, the moved inode and an overwritten target; link the
+// file and the directory. Names are looked up before the change begins and
+// again once it has (changes to an inode are exclusive, so the second
+// answer holds until the commit); if the second names an inode outside the
+// guarded set the change starts over.
+//
+// `origin` is the session making the change (0: none): it gets no
+// invalidation, and leases on the inodes its reply describes.
+//
+// Thread-safe. REQUIRES: the caller holds no ChangeGuard and no namespace
+// lock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "geofs/status.h"
+#include "geofs/vfs.h"
+#include "hub/lease_manager.h"
+#include "meta/namespace.h"
+
+namespace geofs::hub {
+
+// The origin of changes made by no session (the hub's NFS export).
+inline constexpr uint64_t kNoSession = 0;
+
+class ChangeGate {
+ public:
+  // `leases` null: changes run directly (no coherence). REQUIRES: both
+  // outlive the gate.
+  ChangeGate(meta::Namespace* ns, LeaseManager* leases) : ns_(ns), leases_(leases) {}
+
+  Result<vfs::Wcc> SetAttr(uint64_t origin, const vfs::Credentials& cred, const vfs::Handle& h,
+                           const vfs::SetAttrs& attrs, std::optional<WallTime> guard_ctime);
+  Result<meta::CommitReply> CommitChunkMap(uint64_t origin, const vfs::Credentials& cred,
+                                           const vfs::Handle& h,
+                                           const meta::ChunkMapUpdate& update);
+  Result<vfs::CreateReply> Create(uint64_t origin, const vfs::Credentials& cred,
+                                  const vfs::Handle& dir, std::string_view name,
+                                  const vfs::CreateRequest& req);
+  Result<vfs::CreateReply> Mkdir(uint64_t origin, const vfs::Credentials& cred,
+                                 const vfs::Handle& dir, std::string_view name,
+                                 const vfs::SetAttrs& attrs);
+  Result<vfs::CreateReply> Symlink(uint64_t origin, const vfs::Credentials& cred,
+                                   const vfs::Handle& dir, std::string_view name,
+                                   std::string_view target, const vfs::SetAttrs& attrs);
+  Result<vfs::CreateReply> Mknod(uint64_t origin, const vfs::Credentials& cred,
+                                 const vfs::Handle& dir, std::string_view name,
+                                 const vfs::MknodRequest& req);
+  Result<vfs::Wcc> Remove(uint64_t origin, const vfs::Credentials& cred, const vfs::Handle& dir,
+                          std::string_view name);
+  Result<vfs::Wcc> Rmdir(uint64_t origin, const vfs::Credentials& cred, const vfs::Handle& dir,
+                         std::string_view name);
+  Result<vfs::RenameReply> Rename(uint64_t origin, const vfs::Credentials& cred,
+                                  const vfs::Handle& from_dir, std::string_view from_name,
+                                  const vfs::Handle& to_dir, std::string_view to_name);
+  Result<vfs::LinkReply> Link(uint64_t origin, const vfs::Credentials& cred,
+                              const vfs::Handle& file, const vfs::Handle& dir,
+                              std::string_view name);
+
+ private:
+  using Inos = std::vector<uint64_t>;
+  // Runs `op` under a change of affected() (recomputed once the change
+  // began; see above), then leases leased(reply) to `origin`.
+  template <typename T>
+  Result<T> Gated(uint64_t origin, const std::function<Inos()>& affected,
+                  const std::function<Result<T>()>& op,
+                  const std::function<Inos(const T&)>& leased);
+  // The inode `name` in `dir` names now, appended to `out` (nothing if none).
+  void AddChild(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+                Inos* out);
+  Result<vfs::CreateReply> CreateLike(uint64_t origin, const vfs::Handle& dir,
+                                      const std::function<Inos()>& affected,
+                                      const std::function<Result<vfs::CreateReply>()>& op);
+
+  meta::Namespace* const ns_;
+  LeaseManager* const leases_;
+};
+
+// The inode of a namespace handle, appended to `out` (nothing if malformed:
+// the namespace then fails the operation itself).
+void AddIno(const vfs::Handle& h, std::vector<uint64_t>* out);
+
+}  // namespace geofs::hub

@@ -1,0 +1,218 @@
+// LeaseManager: the hub's side of the coherence protocol (docs/coherence.md).
+//
+// Sessions are spokes' Session streams. A session holds read leases
+// (inode -> expiry) on what it caches, and at most one session at a time
+// holds a file's write lease. A change to inodes runs under a ChangeGuard:
+// BeginChange marks the inodes busy (changes to an inode are mutually
+// exclusive, and new grants on it wait), revokes every other session's
+// leases on them, sends each such session an Invalidation, and returns once
+// each has acknowledged or its revoked leases have expired. The change is
+// committed while the guard lives; destroying the guard ends it.
+//
+// Time comes from a Clock, so tests drive expiry with a ManualClock: waits
+// re-read the clock at least every `wait_slice`, and a background thread
+// expires write leases (granting queued writers) at that pace.
+//
+// Thread-safe. Callbacks (InvalidateFn, WriteGrantFn) run without the
+// manager's lock held and must not block; they may run on any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "geofs/clock.h"
+#include "geofs/status.h"
+
+namespace geofs::hub {
+
+struct LeaseManagerOptions {
+  // How long a grant or renewal lasts.
+  std::chrono::milliseconds lease_ttl{30'000};
+  // Longest a Grant or BeginChange waits for a busy inode before it fails with kUnavailable. A
+  // change holds its inodes for at most about one TTL plus its commit, so the default (zero) means
+  // 2 * lease_ttl + 5 s.
+  std::chrono::milliseconds max_busy_wait{0};
+  // Waits re-read the clock at least this often (ManualClock tests).
+  std::chrono::milliseconds wait_slice{20};
+  // REQUIRES: outlives the manager.
+  Clock* clock = Clock::Real();
+};
+
+struct Invalidation {
+  uint64_t seq = 0;
+  std::vector<uint64_t> inos;
+};
+
+struct LeaseStats {
+  uint64_t sessions = 0;            // sessions with an open stream
+  uint64_t detached_sessions = 0;   // streams gone, leases not yet expired
+  uint64_t read_leases = 0;         // live read leases over all sessions
+  uint64_t write_leases = 0;        // live write leases
+  uint64_t invalidations_sent = 0;  // since start
+  uint64_t changes = 0;             // BeginChange calls that went ahead
+  uint64_t changes_waited = 0;      // ... of which waited for an ack or expiry
+};
+
+class LeaseManager {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  // Delivers an invalidation to a session's spoke. Must not block.
+  using InvalidateFn = std::function<void(const Invalidation&)>;
+  // Tells a waiting AcquireWrite the outcome: OK (granted) or the reason
+  // it never will be (kUnavailable: the session ended first).
+  using WriteGrantFn = std::function<void(const Status&)>;
+
+  explicit LeaseManager(LeaseManagerOptions options = {});
+  ~LeaseManager();
+  LeaseManager(const LeaseManager&) = delete;
+  LeaseManager& operator=(const LeaseManager&) = delete;
+
+  std::chrono::milliseconds lease_ttl() const { return options_.lease_ttl; }
+
+  // --- Sessions.
+  // A new session. Ids are never 0 and start from a random base, so an id
+  // from before a hub restart names no session after it. If `previous_session`
+  // is a session of the same `spoke_id`, its read and write leases are
+  // dropped at once and changes waiting on it stop waiting.
+  uint64_t OpenSession(const std::string& spoke_id, const std::string& portal,
+                       uint64_t previous_session, InvalidateFn invalidate);
+  // The session's stream is gone: it gets no new leases and no messages,
+  // but its leases stand until they expire (its spoke may serve under them
+  // while it reconnects), and changes wait for that expiry. Queued
+  // AcquireWrites fail. Idempotent.
+  void DetachSession(uint64_t session);
+  // True if `session` is open (attached).
+  bool IsOpen(uint64_t session) const;
+
+  // --- Read leases.
+  // Leases `inos` to `session` for one TTL from now, after waiting for
+  // pending changes on any of them. kNotFound if the session is not open
+  // (unknown, detached or replaced); kUnavailable if a change stays
+  // pending longer than max_busy_wait.
+  Status Grant(uint64_t session, std::span<const uint64_t> inos);
+  // Extends the session's live leases on `inos` and write leases on
+  // `write_inos` by one TTL from now; returns the inodes (of either list)
+  // not extended: not leased to it (expired, revoked, never granted) or
+  // busy with a pending change. Never waits. A session not open loses all.
+  std::vector<uint64_t> Renew(uint64_t session, std::span<const uint64_t> inos,
+                              std::span<const uint64_t> write_inos);
+  // The spoke dropped what invalidation `seq` named.
+  void Ack(uint64_t session, uint64_t seq);
+
+  // --- Changes.
+  class ChangeGuard {
+   public:
+    ChangeGuard() = default;
+    ChangeGuard(ChangeGuard&& other) noexcept;
+    ChangeGuard& operator=(ChangeGuard&& other) noexcept;
+    ~ChangeGuard();  // ends the change: grants waiting on its inodes proceed
+
+    // Leases the inodes of this change among `inos` to the changing
+    // session (the one excluded from invalidations), so that the reply of
+    // its own change may be cached. Inodes outside the change are leased
+    // only if no change is pending on them and nobody else holds a lease
+    // (a just-created inode); others are skipped. No-op without a session.
+    void GrantToOrigin(std::span<const uint64_t> inos);
+    // Ends the change now (as the destructor does).
+    void End();
+
+   private:
+    friend class LeaseManager;
+    ChangeGuard(LeaseManager* manager, std::vector<uint64_t> inos, uint64_t origin)
+        : manager_(manager), inos_(std::move(inos)), origin_(origin) {}
+    LeaseManager* manager_ = nullptr;
+    std::vector<uint64_t> inos_;
+    uint64_t origin_ = 0;
+  };
+  // Starts a change of `inos` made by `origin_session` (0: not a session).
+  // Waits for pending changes on them (kUnavailable after max_busy_wait),
+  // then invalidates every other session's live leases on them and waits
+  // for the acks or the leases' expiry. REQUIRES: the calling thread holds
+  // no other ChangeGuard (changes would deadlock) and no namespace lock.
+  Result<ChangeGuard> BeginChange(std::span<const uint64_t> inos, uint64_t origin_session);
+
+  // --- Write leases.
+  // Gives `session` the write lease on `ino` for one TTL: at once if no
+  // other session holds a live one (re-acquiring one's own renews it),
+  // else when the holder releases it or lets it expire, in FIFO order.
+  // `done` runs exactly once, possibly before this returns.
+  void AcquireWrite(uint64_t session, uint64_t ino, WriteGrantFn done);
+  // Frees the session's write lease on `ino` (no-op if it holds none).
+  void ReleaseWrite(uint64_t session, uint64_t ino);
+
+  LeaseStats Stats() const;
+
+ private:
+  struct Session {
+    std::string spoke_id;
+    std::string portal;
+    bool attached = true;
+    InvalidateFn invalidate;
+    std::unordered_map<uint64_t, TimePoint> leases;  // ino -> expiry
+  };
+  // An invalidation sent and not yet acknowledged.
+  struct Outstanding {
+    uint64_t session = 0;
+    TimePoint deadline;  // the latest expiry of the leases it revoked
+  };
+  struct WriteWaiter {
+    uint64_t session = 0;
+    WriteGrantFn done;
+  };
+  struct WriteLease {
+    uint64_t holder = 0;  // 0: free
+    TimePoint expiry;
+    std::deque<WriteWaiter> queue;
+  };
+  using Deferred = std::vector<std::function<void()>>;
+
+  TimePoint Now() const { return options_.clock->Now(); }
+  // Waits on cv_ until `deadline` (by the clock) or a notification,
+  // sleeping at most wait_slice. REQUIRES: `lock` holds mu_.
+  void WaitSlice(std::unique_lock<std::mutex>& lock, TimePoint deadline);
+  bool AnyBusy(std::span<const uint64_t> inos) const;
+  // Removes a lease of `session` on `ino` from both indexes.
+  void DropLease(uint64_t session, Session& s, uint64_t ino);
+  void DropAllLeases(uint64_t session, Session& s);
+  void FailQueuedWrites(uint64_t session, Deferred* deferred);
+  void EndChange(const std::vector<uint64_t>& inos);
+  void GrantToOrigin(uint64_t origin, const std::vector<uint64_t>& change,
+                     std::span<const uint64_t> inos);
+  // Hands free or expired write leases to their next waiter; drops
+  // detached sessions whose leases all expired. REQUIRES: mu_ held.
+  void MaintainLocked(Deferred* deferred);
+  void Maintenance(std::stop_token stop);
+
+  const LeaseManagerOptions options_;
+  const std::chrono::milliseconds max_busy_wait_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;                      // busy set shrank, an ack came, a session went
+  uint64_t next_session_ = 1;                       // guarded by mu_
+  uint64_t next_seq_ = 1;                           // guarded by mu_
+  std::unordered_map<uint64_t, Session> sessions_;  // guarded by mu_
+  std::unordered_map<uint64_t, std::unordered_set<uint64_t>> holders_;  // ino -> sessions
+  std::unordered_set<uint64_t> busy_;                                   // guarded by mu_
+  std::unordered_map<uint64_t, Outstanding> outstanding_;  // seq -> wait; guarded by mu_
+  std::unordered_map<uint64_t, WriteLease> writes_;        // guarded by mu_
+  uint64_t invalidations_sent_ = 0;                        // guarded by mu_
+  uint64_t changes_ = 0;                                   // guarded by mu_
+  uint64_t changes_waited_ = 0;                            // guarded by mu_
+
+  std::mutex maintenance_mu_;
+  std::condition_variable_any maintenance_cv_;
+  std::jthread maintenance_;  // last: stopped first
+};
+
+}  // namespace geofs::hub

@@ -1,0 +1,118 @@
+#include "spoke/chunk_fetcher.h"
+
+#include "chunk/chunk_codec.h"
+#include "common/logging.h"
+#include "spoke/hub_link.h"
+
+namespace geofs::spoke {
+namespace {
+
+// ReadChunks takes at most this many ids.
+constexpr size_t kMaxIdsPerCall = 1024;
+
+}  // namespace
+
+void ChunkFetcher::Get(const chunk::ChunkId& id, Callback cb) {
+  cache_->Get(id, [this, id, cb = std::move(cb)](Result<Buffer> cached) mutable {
+    if (cached.ok()) {
+      ++hits_;
+      bytes_from_cache_ += cached->size();
+      return cb(std::move(cached));
+    }
+    {
+      std::lock_guard lock(mu_);
+      auto [it, fresh] = inflight_.try_emplace(id);
+      it->second.push_back(std::move(cb));
+      if (!fresh) {
+        ++shared_;
+        return;
+      }
+    }
+    ++misses_;
+    FetchFromHub({id});
+  });
+}
+
+void ChunkFetcher::Prefetch(const std::vector<chunk::ChunkId>& ids) {
+  std::vector<chunk::ChunkId> wanted;
+  {
+    std::lock_guard lock(mu_);
+    for (const chunk::ChunkId& id : ids) {
+      if (inflight_.contains(id) || cache_->Contains(id)) continue;
+      inflight_.try_emplace(id);
+      wanted.push_back(id);
+    }
+  }
+  if (wanted.empty()) return;
+  prefetched_ += wanted.size();
+  misses_ += wanted.size();
+  for (size_t i = 0; i < wanted.size(); i += kMaxIdsPerCall) {
+    FetchFromHub(std::vector<chunk::ChunkId>(
+        wanted.begin() + i, wanted.begin() + std::min(wanted.size(), i + kMaxIdsPerCall)));
+  }
+}
+
+void ChunkFetcher::FetchFromHub(std::vector<chunk::ChunkId> ids) {
+  std::vector<std::string> wire;
+  wire.reserve(ids.size());
+  for (const chunk::ChunkId& id : ids) {
+    wire.emplace_back(reinterpret_cast<const char*>(id.bytes().data()), id.bytes().size());
+  }
+  link_->ReadChunks(
+      std::move(wire), [this, ids = std::move(ids)](Result<std::vector<v1::ChunkData>> got) {
+        std::unordered_map<chunk::ChunkId, Result<Buffer>, chunk::ChunkIdHash> results;
+        if (got.ok()) {
+          for (v1::ChunkData& data : *got) {
+            auto id = chunk::ChunkId::FromBytes(std::span(
+                reinterpret_cast<const uint8_t*>(data.chunk_id().data()), data.chunk_id().size()));
+            if (!id.ok()) continue;
+            bytes_from_hub_ += data.data().size();
+            // Keep the message's bytes alive as the Buffer's owner: no copy for
+            // uncompressed chunks.
+            auto owner = std::make_shared<std::string>(std::move(*data.mutable_data()));
+            Buffer stored(owner, reinterpret_cast<const uint8_t*>(owner->data()), owner->size());
+            Result<Buffer> raw = chunk::DecodeChunk(stored, *id);
+            if (!raw.ok()) {
+              ++corrupt_;
+              GetLogger("spoke")->warn("chunk {} from the hub: {}", id->ToHex(),
+                                       raw.status().ToString());
+            }
+            results.insert_or_assign(*id, std::move(raw));
+          }
+        }
+        for (const chunk::ChunkId& id : ids) {
+          auto it = results.find(id);
+          if (it == results.end()) {
+            Status failed =
+                got.ok() ? Status::IoError("hub did not send chunk " + id.ToHex()) : got.status();
+            Complete(id, failed);
+            continue;
+          }
+          if (it->second.ok()) {
+            // A full cache only costs a refetch later; the read goes on.
+            cache_->Put(id, *it->second, [](Status) {});
+          }
+          Complete(id, it->second);
+        }
+      });
+}
+
+void ChunkFetcher::Complete(const chunk::ChunkId& id, const Result<Buffer>& result) {
+  std::vector<Callback> waiters;
+  {
+    std::lock_guard lock(mu_);
+    auto it = inflight_.find(id);
+    if (it == inflight_.end()) return;
+    waiters = std::move(it->second);
+    inflight_.erase(it);
+  }
+  for (Callback& cb : waiters) cb(result);
+}
+
+FetchStats ChunkFetcher::Stats() const {
+  return FetchStats{hits_.load(),           misses_.load(), bytes_from_cache_.load(),
+                    bytes_from_hub_.load(), shared_.load(), prefetched_.load(),
+                    corrupt_.load()};
+}
+
+}  // namespace geofs::spoke

@@ -1,0 +1,68 @@
+// ChunkFetcher: chunk bytes for reads, from the ChunkCache or else from the
+// hub (ReadChunks accepting ZSTD; decoded and verified against the id
+// before use, then stored in the cache).
+//
+// Concurrent requests for a chunk that is being fetched share that fetch.
+// Prefetch starts fetches nobody waits for yet (readahead), batched into one
+// ReadChunks call.
+//
+// Thread-safe. Callbacks run on a gRPC thread or the caller's; they must not
+// block. REQUIRES: every fetch has completed before destruction.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/chunk_cache.h"
+#include "chunk/chunk_id.h"
+#include "geofs/buffer.h"
+#include "geofs/status.h"
+
+namespace geofs::spoke {
+
+class HubLink;
+
+struct FetchStats {
+  uint64_t hits = 0;              // served by the ChunkCache
+  uint64_t misses = 0;            // fetched from the hub
+  uint64_t bytes_from_cache = 0;  // raw bytes
+  uint64_t bytes_from_hub = 0;    // stored-form (wire) bytes
+  uint64_t shared_fetches = 0;    // requests that joined a fetch in flight
+  uint64_t prefetched = 0;        // chunks fetched ahead of any request
+  uint64_t corrupt = 0;           // hub chunks that failed verification
+};
+
+class ChunkFetcher {
+ public:
+  using Callback = std::function<void(Result<Buffer>)>;
+
+  // REQUIRES: `link` and `cache` outlive the fetcher.
+  ChunkFetcher(HubLink* link, cache::ChunkCache* cache) : link_(link), cache_(cache) {}
+
+  // The raw bytes of `id`.
+  void Get(const chunk::ChunkId& id, Callback cb);
+  // Starts fetching those of `ids` that are neither cached nor in flight.
+  void Prefetch(const std::vector<chunk::ChunkId>& ids);
+
+  FetchStats Stats() const;
+
+ private:
+  // Fetches `ids` (all registered in inflight_ by the caller) in one call.
+  void FetchFromHub(std::vector<chunk::ChunkId> ids);
+  // Completes the waiters of `id`.
+  void Complete(const chunk::ChunkId& id, const Result<Buffer>& result);
+
+  HubLink* const link_;
+  cache::ChunkCache* const cache_;
+  mutable std::mutex mu_;
+  std::unordered_map<chunk::ChunkId, std::vector<Callback>, chunk::ChunkIdHash>
+      inflight_;  // guarded by mu_
+  std::atomic<uint64_t> hits_{0}, misses_{0}, bytes_from_cache_{0}, bytes_from_hub_{0}, shared_{0},
+      prefetched_{0}, corrupt_{0};
+};
+
+}  // namespace geofs::spoke

@@ -1,0 +1,68 @@
+// HubSpoke: the parts of geofs-spoked in hub mode, wired together: the hub
+// link, the chunk cache, the write journal, the SpokeBackend over them, and
+// the metrics endpoint. Layout of the cache directory:
+//   chunks/   the chunk cache        journal/  the write journal
+//   state/    spoke id, last session, the file-handle key
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "geofs/status.h"
+#include "geofs/vfs.h"
+
+namespace geofs::cache {
+class ChunkCache;
+}
+
+namespace geofs::spoke {
+
+class HubLink;
+class SpokeBackend;
+class WriteJournal;
+class MetricsHttpServer;
+
+struct HubSpokeOptions {
+  std::string hub;     // HOST:PORT
+  std::string portal;  // hub directory served, e.g. "/datasets"
+  std::string cache_dir;
+  uint64_t cache_bytes = 0;  // 0: up to 90% of the cache file system
+  bool immutable = false;
+  std::string metrics_address = "127.0.0.1";
+  std::optional<uint16_t> metrics_port;
+};
+
+// "4096", "512K", "10M", "20G", "1T" (powers of 1024). kInvalidArgument else.
+Result<uint64_t> ParseByteSize(std::string_view text);
+
+class HubSpoke {
+ public:
+  // Opens the caches, resolves the portal at the hub (waiting up to
+  // `connect_timeout` for it) and starts the session.
+  static Result<std::unique_ptr<HubSpoke>> Open(const HubSpokeOptions& options,
+                                                std::chrono::milliseconds connect_timeout);
+  ~HubSpoke();
+
+  vfs::Backend* backend();
+  std::string state_dir() const { return options_.cache_dir + "/state"; }
+  // The bound metrics port, when serving metrics.
+  std::optional<uint16_t> metrics_port() const;
+  // Prometheus text of the counters.
+  std::string MetricsText() const;
+  // Syncs the journal and commits what it holds (shutdown).
+  Status Shutdown();
+
+ private:
+  explicit HubSpoke(HubSpokeOptions options);
+
+  HubSpokeOptions options_;
+  std::unique_ptr<HubLink> link_;
+  std::unique_ptr<cache::ChunkCache> chunks_;
+  std::unique_ptr<WriteJournal> journal_;
+  std::unique_ptr<SpokeBackend> backend_;
+  std::unique_ptr<MetricsHttpServer> metrics_;
+};
+
+}  // namespace geofs::spoke

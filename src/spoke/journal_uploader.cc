@@ -1,0 +1,584 @@
+#include "spoke/journal_uploader.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "chunk/chunk_id.h"
+#include "common/logging.h"
+#include "hub/grpc_status.h"
+#include "hub/parallel.h"
+
+namespace geofs::spoke {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxFindMissing = 65536;  // ids per FindMissingChunks (hub.proto)
+
+std::string BytesOf(const chunk::ChunkId& id) {
+  return std::string(reinterpret_cast<const char*>(id.bytes().data()), id.bytes().size());
+}
+
+std::string Name(const FileKey& f) {
+  return "file " + std::to_string(f.ino) + "/" + std::to_string(f.gen);
+}
+
+bool Transient(const Status& s) {
+  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded;
+}
+
+bool Gone(const Status& s) {
+  return s.code() == StatusCode::kStale || s.code() == StatusCode::kNotFound;
+}
+
+Clock::time_point DeadlineAfter(std::chrono::milliseconds timeout) {
+  const auto now = Clock::now();
+  if (timeout >=
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now)) {
+    return Clock::time_point::max();
+  }
+  return now + timeout;
+}
+
+// A byte range of a file, committed in one CommitFile.
+struct CommitPart {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  std::vector<v1::Extent> extents;
+};
+
+// One window read from the journal and cut into chunks, ready to upload.
+struct Prepared {
+  std::vector<CommitPart> parts;
+  std::vector<std::pair<chunk::ChunkId, Buffer>> chunks;  // slices of the window's data
+};
+
+struct FileVersion {
+  uint64_t version = 0;
+  uint64_t size = 0;
+};
+
+}  // namespace
+
+Status JournalUploaderOptions::Validate() const {
+  GEOFS_RETURN_IF_ERROR(chunker.Validate());
+  GEOFS_RETURN_IF_ERROR(codec.Validate());
+  if (window_bytes == 0) return Status::InvalidArgument("uploader: window_bytes must be positive");
+  if (workers < 1 || compress_threads < 1) {
+    return Status::InvalidArgument("uploader: workers and compress_threads must be at least 1");
+  }
+  if (poll_interval.count() <= 0 || first_backoff.count() <= 0 || max_backoff < first_backoff ||
+      call_timeout.count() <= 0) {
+    return Status::InvalidArgument("uploader: intervals must be positive");
+  }
+  return Status::Ok();
+}
+
+class JournalUploader::Impl {
+ public:
+  Impl(WriteJournal* journal, v1::Hub::StubInterface* hub, UploaderHooks hooks,
+       JournalUploaderOptions options)
+      : journal_(journal), hub_(hub), hooks_(std::move(hooks)), options_(std::move(options)) {
+    for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Loop(); });
+  }
+  ~Impl() { Stop(); }
+
+  Status Flush(const FileKey& file, Clock::time_point deadline);
+  Status FlushAll(std::chrono::milliseconds timeout);
+  void Kick() { cv_.notify_all(); }
+  void Stop();
+  UploaderStats Stats() const;
+
+ private:
+  // What the workers remember of a pending file.
+  struct Watch {
+    uint64_t upto = 0;             // the newest write seen
+    Clock::time_point changed{};   // when `upto` last moved
+    bool no_full_window = false;   // a partial pass at `upto` found nothing to do
+    Clock::time_point retry_at{};  // after a failed pass
+    std::chrono::milliseconds backoff{0};
+  };
+  struct Done {
+    uint64_t upto = 0;  // every write up to this seq is committed (or discarded)
+    bool discarded = false;
+  };
+  struct Job {
+    FileKey file;
+    bool whole = false;
+  };
+  struct Outcome {
+    Status status;
+    uint64_t upto = 0;
+    bool any_window = false;
+    bool discarded = false;
+  };
+
+  void Loop();
+  // The next file to upload, marked busy. REQUIRES: mu_ held.
+  std::optional<Job> NextJob(Clock::time_point now);
+  Outcome UploadFile(const FileKey& file, bool whole);
+  Outcome DiscardFile(const FileKey& file, const Status& why, Outcome out);
+  Result<Prepared> Prepare(const FileKey& file, uint64_t offset, uint64_t length) const;
+  Status UploadChunks(const Prepared& prepared);
+  // Commits `part`; on ABORTED re-commits `history` (this pass's earlier
+  // parts) and `part` on top of the other writer's change. Appends `part`
+  // to `history` when done.
+  Status Commit(const FileKey& file, const CommitPart& part, FileVersion* fv,
+                std::vector<CommitPart>* history);
+  Status CommitOnce(const FileKey& file, const CommitPart& part, FileVersion* fv);
+  Status FetchVersion(const FileKey& file, FileVersion* fv);
+
+  template <typename Req, typename Resp>
+  Status Call(grpc::Status (v1::Hub::StubInterface::*method)(grpc::ClientContext*, const Req&,
+                                                             Resp*),
+              const Req& req, Resp* resp) const {
+    grpc::ClientContext ctx;
+    Decorate(&ctx);
+    return hub::FromGrpcStatus((hub_->*method)(&ctx, req, resp), &ctx);
+  }
+  Status PutChunks(const std::vector<std::pair<std::string, Buffer>>& uploads,
+                   v1::PutChunksResponse* resp) const;
+  void Decorate(grpc::ClientContext* ctx) const {
+    ctx->set_deadline(std::chrono::system_clock::now() + options_.call_timeout);
+    if (hooks_.decorate) hooks_.decorate(ctx);
+  }
+  // Runs `fn` until it succeeds or fails for good; transient failures are
+  // retried with backoff until Stop() gives up.
+  template <typename Fn>
+  Status Retry(Fn&& fn);
+  // Sleeps `d`, less if Stop()'s deadline comes first. False if it has.
+  bool Sleep(std::chrono::milliseconds d);
+  bool Quitting() const { return stopping_.load() && Clock::now() >= stop_deadline_.load(); }
+
+  WriteJournal* const journal_;
+  v1::Hub::StubInterface* const hub_;
+  const UploaderHooks hooks_;
+  const JournalUploaderOptions options_;
+  std::shared_ptr<spdlog::logger> log_ = GetLogger("spoke.uploader");
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_set<FileKey, FileKeyHash> busy_;             // guarded by mu_
+  std::unordered_map<FileKey, Watch, FileKeyHash> watch_;     // guarded by mu_
+  std::unordered_map<FileKey, uint64_t, FileKeyHash> flush_;  // flush targets; guarded by mu_
+  std::unordered_map<FileKey, Done, FileKeyHash> done_;       // guarded by mu_
+  std::atomic<bool> stopping_{false};
+  std::atomic<Clock::time_point> stop_deadline_{Clock::time_point::max()};
+  std::once_flag stop_once_;
+
+  std::atomic<uint64_t> commits_{0}, aborted_{0}, retries_{0}, chunks_{0}, uploaded_chunks_{0},
+      uploaded_bytes_{0}, committed_bytes_{0}, discarded_{0};
+
+  std::vector<std::thread> workers_;
+};
+
+void JournalUploader::Impl::Loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (Quitting()) return;
+    std::optional<Job> job = NextJob(Clock::now());
+    if (!job) {
+      if (stopping_) return;  // nothing left that can be uploaded now
+      cv_.wait_for(lock, options_.poll_interval);
+      continue;
+    }
+    lock.unlock();
+    Outcome out = UploadFile(job->file, job->whole);
+    lock.lock();
+    busy_.erase(job->file);
+    Watch& w = watch_[job->file];
+    if (out.status.ok()) {
+      w.backoff = std::chrono::milliseconds(0);
+      if (out.discarded) {
+        done_[job->file] = {UINT64_MAX, true};
+      } else if (job->whole) {
+        Done& d = done_[job->file];
+        d.upto = std::max(d.upto, out.upto);
+      } else if (!out.any_window && w.upto == out.upto) {
+        w.no_full_window = true;
+      }
+    } else {
+      w.backoff = std::clamp(w.backoff * 2, options_.first_backoff, options_.max_backoff);
+      w.retry_at = Clock::now() + w.backoff;
+      log_->warn("uploading {}: {}; retrying in {} ms", Name(job->file), out.status.ToString(),
+                 w.backoff.count());
+    }
+    cv_.notify_all();
+  }
+}
+
+std::optional<JournalUploader::Impl::Job> JournalUploader::Impl::NextJob(Clock::time_point now) {
+  const std::vector<FilePending> files = journal_->PendingFiles();
+  std::unordered_map<FileKey, Watch, FileKeyHash> watch;
+  std::optional<Job> job;
+  for (const FilePending& p : files) {
+    Watch w;
+    if (auto it = watch_.find(p.file); it != watch_.end()) w = it->second;
+    if (w.upto != p.upto_seq) {
+      w.upto = p.upto_seq;
+      w.changed = now;
+      w.no_full_window = false;
+    }
+    watch[p.file] = w;
+    if (job || busy_.contains(p.file) || w.retry_at > now) continue;
+    auto flush = flush_.find(p.file);
+    const bool flushed = flush != flush_.end() && done_[p.file].upto < flush->second;
+    if (stopping_ || flushed || now - w.changed >= options_.quiet_delay) {
+      job = Job{p.file, true};
+    } else if (p.bytes >= options_.window_bytes && !w.no_full_window) {
+      job = Job{p.file, false};
+    }
+  }
+  watch_ = std::move(watch);
+  std::erase_if(done_, [&](const auto& entry) {
+    return !watch_.contains(entry.first) && !flush_.contains(entry.first);
+  });
+  if (job) busy_.insert(job->file);
+  return job;
+}
+
+JournalUploader::Impl::Outcome JournalUploader::Impl::DiscardFile(const FileKey& file,
+                                                                  const Status& why, Outcome out) {
+  log_->warn("{} is gone at the hub ({}); discarding its journalled writes", Name(file),
+             why.ToString());
+  out.status = journal_->Discard(file);
+  out.discarded = out.status.ok();
+  if (out.discarded) ++discarded_;
+  return out;
+}
+
+JournalUploader::Impl::Outcome JournalUploader::Impl::UploadFile(const FileKey& file, bool whole) {
+  Outcome out;
+  const std::optional<FilePending> pending = journal_->Pending(file);
+  if (!pending) return out;
+  out.upto = pending->upto_seq;
+
+  // Windows: the pending spans cut at multiples of window_bytes; a partial
+  // pass takes only full windows.
+  std::vector<PendingSpan> windows;
+  const uint64_t wb = options_.window_bytes;
+  for (const PendingSpan& span : journal_->Spans(file)) {
+    for (uint64_t at = span.offset; at < span.offset + span.length;) {
+      const uint64_t window_end = std::min(at / wb * wb + wb, span.offset + span.length);
+      if (whole || window_end - at == wb) windows.push_back({at, window_end - at});
+      at = window_end;
+    }
+  }
+  if (windows.empty()) return out;
+  out.any_window = true;
+
+  Status s = Retry([&] { return hooks_.acquire_write ? hooks_.acquire_write(file) : Status(); });
+  if (Gone(s)) return DiscardFile(file, s, out);
+  if (!s.ok()) {
+    out.status = s;
+    return out;
+  }
+  struct LeaseReleaser {
+    const UploaderHooks& hooks;
+    const FileKey& file;
+    ~LeaseReleaser() {
+      if (hooks.release_write) hooks.release_write(file);
+    }
+  } releaser{hooks_, file};
+
+  FileVersion fv;
+  s = FetchVersion(file, &fv);
+  if (Gone(s)) return DiscardFile(file, s, out);
+  if (!s.ok()) {
+    out.status = s;
+    return out;
+  }
+
+  // Window i + 1 is read, chunked and hashed while window i uploads.
+  std::vector<CommitPart> history;
+  auto prepare = [this, &file](const PendingSpan& w) {
+    return std::async(std::launch::async,
+                      [this, &file, w] { return Prepare(file, w.offset, w.length); });
+  };
+  std::future<Result<Prepared>> next = prepare(windows[0]);
+  for (size_t i = 0; i < windows.size(); ++i) {
+    Result<Prepared> prepared = next.get();
+    if (i + 1 < windows.size()) next = prepare(windows[i + 1]);
+    s = prepared.ok() ? UploadChunks(*prepared) : prepared.status();
+    for (size_t k = 0; s.ok() && k < prepared->parts.size(); ++k) {
+      s = Commit(file, prepared->parts[k], &fv, &history);
+    }
+    if (s.ok()) s = journal_->ReleaseRange(file, out.upto, windows[i].offset, windows[i].length);
+    if (!s.ok()) {
+      if (next.valid()) next.wait();
+      if (Gone(s)) return DiscardFile(file, s, out);
+      out.status = s;
+      return out;
+    }
+  }
+  return out;
+}
+
+Result<Prepared> JournalUploader::Impl::Prepare(const FileKey& file, uint64_t offset,
+                                                uint64_t length) const {
+  Prepared out;
+  for (PendingRange& range : journal_->Read(file, offset, length)) {
+    const std::vector<size_t> lengths = chunk::ChunkLengths(range.data.span(), options_.chunker);
+    std::vector<uint64_t> starts(lengths.size());
+    for (size_t i = 1; i < lengths.size(); ++i) starts[i] = starts[i - 1] + lengths[i - 1];
+    std::vector<chunk::ChunkId> ids(lengths.size());
+    GEOFS_RETURN_IF_ERROR(
+        hub::ParallelFor(lengths.size(), options_.compress_threads, [&](size_t i) {
+          ids[i] = chunk::ChunkId::Of(range.data.span().subspan(starts[i], lengths[i]));
+          return Status::Ok();
+        }));
+    CommitPart part;
+    part.offset = range.offset;
+    part.length = range.data.size();
+    part.extents.reserve(lengths.size());
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      v1::Extent& e = part.extents.emplace_back();
+      e.set_offset(range.offset + starts[i]);
+      e.set_length(lengths[i]);
+      e.set_chunk_id(BytesOf(ids[i]));
+      e.set_chunk_offset(0);
+      e.set_chunk_length(lengths[i]);
+      out.chunks.emplace_back(ids[i], range.data.Slice(starts[i], lengths[i]));
+    }
+    out.parts.push_back(std::move(part));
+  }
+  uint64_t covered = 0;
+  for (const CommitPart& part : out.parts) covered += part.length;
+  if (covered != length) {
+    // Releasing the window would drop bytes that were never committed.
+    return Status::IoError("journal returned " + std::to_string(covered) + " of " +
+                           std::to_string(length) + " pending bytes of " + Name(file));
+  }
+  return out;
+}
+
+Status JournalUploader::Impl::UploadChunks(const Prepared& prepared) {
+  chunks_ += prepared.chunks.size();
+  // Each distinct chunk once.
+  std::vector<const std::pair<chunk::ChunkId, Buffer>*> unique;
+  {
+    std::unordered_set<chunk::ChunkId, chunk::ChunkIdHash> seen;
+    for (const auto& c : prepared.chunks) {
+      if (seen.insert(c.first).second) unique.push_back(&c);
+    }
+  }
+  std::unordered_set<std::string> missing;
+  for (size_t begin = 0; begin < unique.size(); begin += kMaxFindMissing) {
+    v1::FindMissingChunksRequest req;
+    for (size_t i = begin; i < std::min(unique.size(), begin + kMaxFindMissing); ++i) {
+      v1::ChunkRef* ref = req.add_chunks();
+      ref->set_chunk_id(BytesOf(unique[i]->first));
+      ref->set_raw_length(unique[i]->second.size());
+    }
+    v1::FindMissingChunksResponse resp;
+    GEOFS_RETURN_IF_ERROR(Retry([&] {
+      resp.Clear();
+      return Call(&v1::Hub::StubInterface::FindMissingChunks, req, &resp);
+    }));
+    missing.insert(resp.missing().begin(), resp.missing().end());
+  }
+  std::vector<const std::pair<chunk::ChunkId, Buffer>*> to_send;
+  for (const auto* c : unique) {
+    if (missing.contains(BytesOf(c->first))) to_send.push_back(c);
+  }
+  if (to_send.empty()) return Status::Ok();
+  std::vector<std::pair<std::string, Buffer>> uploads(to_send.size());
+  GEOFS_RETURN_IF_ERROR(hub::ParallelFor(to_send.size(), options_.compress_threads, [&](size_t i) {
+    uploads[i] = {BytesOf(to_send[i]->first),
+                  chunk::EncodeChunk(to_send[i]->second.span(), options_.codec).bytes};
+    return Status::Ok();
+  }));
+  v1::PutChunksResponse resp;
+  GEOFS_RETURN_IF_ERROR(Retry([&] { return PutChunks(uploads, &resp); }));
+  uploaded_chunks_ += uploads.size();
+  for (const auto& u : uploads) uploaded_bytes_ += u.second.size();
+  return Status::Ok();
+}
+
+Status JournalUploader::Impl::PutChunks(const std::vector<std::pair<std::string, Buffer>>& uploads,
+                                        v1::PutChunksResponse* resp) const {
+  grpc::ClientContext ctx;
+  Decorate(&ctx);
+  resp->Clear();
+  std::unique_ptr<grpc::ClientWriterInterface<v1::PutChunkRequest>> writer =
+      hub_->PutChunks(&ctx, resp);
+  v1::PutChunkRequest req;
+  for (const auto& [id, stored] : uploads) {
+    req.set_chunk_id(id);
+    req.set_data(stored.data(), stored.size());
+    if (!writer->Write(req)) break;  // the call ended; Finish says why
+  }
+  writer->WritesDone();
+  return hub::FromGrpcStatus(writer->Finish(), &ctx);
+}
+
+Status JournalUploader::Impl::FetchVersion(const FileKey& file, FileVersion* fv) {
+  v1::GetChunkMapRequest req;
+  req.mutable_ref()->set_ino(file.ino);
+  req.mutable_ref()->set_gen(file.gen);
+  req.set_offset(0);
+  req.set_length(1);  // the version and size are wanted, not the extents
+  v1::GetChunkMapResponse resp;
+  GEOFS_RETURN_IF_ERROR(Retry([&] {
+    resp.Clear();
+    return Call(&v1::Hub::StubInterface::GetChunkMap, req, &resp);
+  }));
+  fv->version = resp.version();
+  fv->size = resp.attr().size();
+  return Status::Ok();
+}
+
+Status JournalUploader::Impl::CommitOnce(const FileKey& file, const CommitPart& part,
+                                         FileVersion* fv) {
+  v1::CommitFileRequest req;
+  req.mutable_ref()->set_ino(file.ino);
+  req.mutable_ref()->set_gen(file.gen);
+  req.set_expected_version(fv->version);
+  req.set_offset(part.offset);
+  req.set_length(part.length);
+  for (const v1::Extent& e : part.extents) *req.add_extents() = e;
+  req.set_new_size(std::max(fv->size, part.offset + part.length));
+  v1::CommitFileResponse resp;
+  GEOFS_RETURN_IF_ERROR(Call(&v1::Hub::StubInterface::CommitFile, req, &resp));
+  fv->version = resp.version();
+  fv->size = resp.wcc().after().size();
+  ++commits_;
+  committed_bytes_ += part.length;
+  if (hooks_.committed) hooks_.committed(file, resp.version(), resp.wcc().after());
+  return Status::Ok();
+}
+
+Status JournalUploader::Impl::Commit(const FileKey& file, const CommitPart& part, FileVersion* fv,
+                                     std::vector<CommitPart>* history) {
+  std::vector<const CommitPart*> todo = {&part};
+  auto backoff = options_.first_backoff;
+  while (!todo.empty()) {
+    Status s = CommitOnce(file, *todo.front(), fv);
+    if (s.ok()) {
+      todo.erase(todo.begin());
+      continue;
+    }
+    if (s.code() == StatusCode::kAborted) {
+      ++aborted_;
+      GEOFS_RETURN_IF_ERROR(FetchVersion(file, fv));
+      // Another writer committed in between: everything of this pass goes
+      // again, on top of it, so the file holds one writer's order, not a mix.
+      todo.clear();
+      for (const CommitPart& earlier : *history) todo.push_back(&earlier);
+      todo.push_back(&part);
+      continue;
+    }
+    if (!Transient(s) || Quitting()) return s;
+    ++retries_;
+    if (!Sleep(backoff)) return s;
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+  history->push_back(part);
+  return Status::Ok();
+}
+
+template <typename Fn>
+Status JournalUploader::Impl::Retry(Fn&& fn) {
+  auto backoff = options_.first_backoff;
+  for (;;) {
+    Status s = fn();
+    if (!Transient(s) || Quitting()) return s;
+    ++retries_;
+    if (!Sleep(backoff)) return s;
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+bool JournalUploader::Impl::Sleep(std::chrono::milliseconds d) {
+  std::unique_lock lock(mu_);
+  const auto until = std::min(Clock::now() + d, stop_deadline_.load());
+  cv_.wait_until(lock, until, [&] { return Quitting(); });
+  return !Quitting();
+}
+
+Status JournalUploader::Impl::Flush(const FileKey& file, Clock::time_point deadline) {
+  const std::optional<FilePending> pending = journal_->Pending(file);
+  if (!pending) return Status::Ok();
+  const uint64_t target = pending->upto_seq;
+  std::unique_lock lock(mu_);
+  uint64_t& wanted = flush_[file];
+  wanted = std::max(wanted, target);
+  cv_.notify_all();
+  for (;;) {
+    const Done& d = done_[file];
+    if (d.upto >= target) {
+      if (flush_[file] <= d.upto) flush_.erase(file);
+      return d.discarded ? Status::Stale(Name(file) + " is gone at the hub") : Status::Ok();
+    }
+    if (!journal_->Pending(file)) {
+      if (flush_[file] <= target) flush_.erase(file);
+      return Status::Ok();
+    }
+    if (stopping_ && workers_.empty()) return Status::Unavailable("uploader stopped");
+    if (Clock::now() >= deadline) {
+      return Status::Unavailable("flushing " + Name(file) + ": timed out");
+    }
+    cv_.wait_until(lock, std::min(deadline, Clock::now() + options_.poll_interval));
+  }
+}
+
+Status JournalUploader::Impl::FlushAll(std::chrono::milliseconds timeout) {
+  const Clock::time_point deadline = DeadlineAfter(timeout);
+  Status first;
+  for (const FilePending& p : journal_->PendingFiles()) {
+    Status s = Flush(p.file, deadline);
+    if (first.ok() && !s.ok()) first = s;
+  }
+  return first;
+}
+
+void JournalUploader::Impl::Stop() {
+  std::call_once(stop_once_, [&] {
+    stop_deadline_ = DeadlineAfter(options_.stop_timeout);
+    stopping_ = true;
+    cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    std::lock_guard lock(mu_);
+    workers_.clear();
+    cv_.notify_all();
+  });
+}
+
+UploaderStats JournalUploader::Impl::Stats() const {
+  UploaderStats s;
+  s.commits = commits_;
+  s.aborted_commits = aborted_;
+  s.retries = retries_;
+  s.chunks = chunks_;
+  s.uploaded_chunks = uploaded_chunks_;
+  s.uploaded_bytes = uploaded_bytes_;
+  s.committed_bytes = committed_bytes_;
+  s.discarded_files = discarded_;
+  return s;
+}
+
+JournalUploader::JournalUploader(WriteJournal* journal, v1::Hub::StubInterface* hub,
+                                 UploaderHooks hooks, JournalUploaderOptions options)
+    : impl_(std::make_unique<Impl>(journal, hub, std::move(hooks), std::move(options))) {}
+JournalUploader::~JournalUploader() = default;
+
+Status JournalUploader::Flush(const FileKey& file, std::chrono::milliseconds timeout) {
+  return impl_->Flush(file, DeadlineAfter(timeout));
+}
+Status JournalUploader::FlushAll(std::chrono::milliseconds timeout) {
+  return impl_->FlushAll(timeout);
+}
+void JournalUploader::Kick() { impl_->Kick(); }
+void JournalUploader::Stop() { impl_->Stop(); }
+UploaderStats JournalUploader::Stats() const { return impl_->Stats(); }
+
+}  // namespace geofs::spoke

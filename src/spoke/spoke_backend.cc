@@ -1,0 +1,341 @@
+// SpokeBackend: construction, stats, and the metadata operations.
+#include "spoke/spoke_backend.h"
+
+#include "common/logging.h"
+#include "spoke/chunk_fetcher.h"
+#include "spoke/journal_uploader.h"
+#include "spoke/metadata_cache.h"
+#include "spoke/spoke_backend_internal.h"
+#include "vfs/access.h"
+
+namespace geofs::spoke {
+
+using v1::Hub;
+
+SpokeBackend::SpokeBackend(HubLink* link, cache::ChunkCache* cache, WriteJournal* journal,
+                           SpokeBackendOptions options)
+    : link_(link),
+      cache_(cache),
+      journal_(journal),
+      options_(std::move(options)),
+      meta_(std::make_unique<MetadataCache>(options_.clock, options_.max_cached_inodes)),
+      fetcher_(std::make_unique<ChunkFetcher>(link, cache)) {}
+
+SpokeBackend::~SpokeBackend() = default;
+
+Result<std::unique_ptr<SpokeBackend>> SpokeBackend::Open(HubLink* link, cache::ChunkCache* cache,
+                                                         WriteJournal* journal,
+                                                         SpokeBackendOptions options) {
+  std::unique_ptr<SpokeBackend> backend(new SpokeBackend(link, cache, journal, std::move(options)));
+  auto req = WithCred<v1::ResolvePathRequest>(vfs::Credentials{});
+  req.set_path(backend->options_.portal);
+  GEOFS_ASSIGN_OR_RETURN(v1::ResolvePathResponse resp,
+                         link->CallSync(&Hub::Stub::async::ResolvePath, std::move(req)));
+  if (resp.object().attr().type() != v1::DIRECTORY) {
+    return Status::NotDirectory("portal " + backend->options_.portal);
+  }
+  backend->root_ = FromProto(resp.object().ref());
+  if (journal) backend->StartUploader();
+  return backend;
+}
+
+void SpokeBackend::StartUploader() {
+  UploaderHooks hooks;
+  hooks.acquire_write = [this](const FileKey& key) {
+    return link_->AcquireWrite(ToProto(key)).status();
+  };
+  hooks.release_write = [this](const FileKey& key) { link_->ReleaseWrite(ToProto(key)); };
+  // Our own commits do not invalidate us: drop what we cached of the file.
+  hooks.committed = [this](const FileKey& key, uint64_t, const v1::Attr&) {
+    meta_->Invalidate(key.ino);
+  };
+  hooks.decorate = [this](grpc::ClientContext* ctx) { link_->Decorate(ctx); };
+  uploader_ = std::make_unique<JournalUploader>(journal_, link_->stub(), std::move(hooks));
+}
+
+void SpokeBackend::AttachSessionHandlers() {
+  SessionHandlers handlers;
+  handlers.invalidate = [this](const std::vector<uint64_t>& inos) {
+    for (uint64_t ino : inos) meta_->Invalidate(ino);
+  };
+  handlers.held = [this] { return meta_->Held(); };
+  handlers.renewed = [this](const std::vector<uint64_t>& renewed, SteadyTime expiry,
+                            const std::vector<uint64_t>& lost) {
+    meta_->Renew(renewed, expiry);
+    for (uint64_t ino : lost) meta_->Invalidate(ino);
+  };
+  handlers.session_changed = [this] { meta_->Clear(); };
+  link_->Start(std::move(handlers));
+}
+
+SpokeStats SpokeBackend::Stats() const {
+  SpokeStats s;
+  s.metadata_hits = metadata_hits_.load();
+  s.metadata_misses = metadata_misses_.load();
+  FetchStats f = fetcher_->Stats();
+  s.chunk_hits = f.hits;
+  s.chunk_misses = f.misses;
+  s.bytes_from_hub = f.bytes_from_hub;
+  s.bytes_from_cache = f.bytes_from_cache;
+  s.leases_held = meta_->Held().size();
+  LinkState link = link_->state();
+  s.invalidations = link.invalidations;
+  s.hub_connected = link.connected;
+  s.hub_state_seconds = std::chrono::duration<double>(options_.clock->Now() - link.since).count();
+  s.session = link.session;
+  s.immutable = options_.immutable;
+  if (journal_) s.journal_bytes = journal_->Stats().pending_bytes;
+  return s;
+}
+
+bool SpokeBackend::AllowExpired() const { return options_.immutable && !link_->state().connected; }
+
+Status SpokeBackend::CheckWritable() const {
+  if (options_.immutable) return Status::ReadOnly("portal " + options_.portal + " is immutable");
+  return Status::Ok();
+}
+
+vfs::Attr SpokeBackend::Patched(vfs::Attr attr) const {
+  if (!journal_ || attr.type != vfs::FileType::kRegular) return attr;
+  // fileid is the hub's inode number; the generation does not matter here
+  // because inode numbers are never reused.
+  for (const FilePending& p : journal_->PendingFiles()) {
+    if (p.file.ino == attr.fileid) attr.size = std::max(attr.size, p.end);
+  }
+  return attr;
+}
+
+void SpokeBackend::Changed(const FileKey& key, const std::optional<vfs::Attr>&) {
+  meta_->Invalidate(key.ino);
+}
+
+vfs::Capabilities SpokeBackend::GetCapabilities() const { return vfs::Capabilities{}; }
+
+Result<vfs::Handle> SpokeBackend::Root() { return MakeHandle(root_); }
+
+void SpokeBackend::FetchAttr(const vfs::Credentials& cred, const FileKey& key,
+                             vfs::Callback<vfs::Attr> cb) {
+  if (auto cached = meta_->GetAttr(key.ino, AllowExpired())) {
+    ++metadata_hits_;
+    return cb(Patched(*cached));
+  }
+  ++metadata_misses_;
+  uint64_t epoch = meta_->Epoch();
+  auto req = WithCred<v1::GetAttrRequest>(cred);
+  *req.mutable_ref() = ToProto(key);
+  link_->Call(&Hub::Stub::async::GetAttr, std::move(req),
+              [this, key, epoch, cb = std::move(cb)](Result<v1::GetAttrResponse> r, Grant g) {
+                if (!r.ok()) {
+                  auto stale = AllowExpired() ? meta_->GetAttr(key.ino, true) : std::nullopt;
+                  if (stale) return cb(Patched(*stale));
+                  return cb(r.status());
+                }
+                auto attr = FromProto(r->attr());
+                if (!attr.ok()) return cb(attr.status());
+                meta_->PutAttr(key, *attr, ExpiryOf(g), epoch);
+                cb(Patched(*attr));
+              });
+}
+
+void SpokeBackend::GetAttr(const vfs::Credentials& cred, const vfs::Handle& h,
+                           vfs::Callback<vfs::Attr> cb) {
+  auto key = KeyOr(h, cb);
+  if (key) FetchAttr(cred, *key, std::move(cb));
+}
+
+void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
+                          std::string_view name, vfs::Callback<vfs::LookupReply> cb) {
+  auto dkey = KeyOr(dir, cb);
+  if (!dkey) return;
+  const bool allow = AllowExpired();
+  auto child = meta_->Lookup(dkey->ino, name, allow);
+  auto dir_attr = meta_->GetAttr(dkey->ino, allow);
+  if (child && dir_attr) {
+    if (auto child_attr = meta_->GetAttr(child->ino, allow)) {
+      ++metadata_hits_;
+      if (Status s = vfs::CheckSearch(*dir_attr, cred); !s.ok()) return cb(s);
+      return cb(vfs::LookupReply{vfs::Entry{MakeHandle(*child), Patched(*child_attr)}, dir_attr});
+    }
+  }
+  ++metadata_misses_;
+  uint64_t epoch = meta_->Epoch();
+  auto req = WithCred<v1::LookupRequest>(cred);
+  *req.mutable_dir() = ToProto(*dkey);
+  req.set_name(std::string(name));
+  link_->Call(&Hub::Stub::async::Lookup, std::move(req),
+              [this, dkey = *dkey, name = std::string(name), epoch, cb = std::move(cb)](
+                  Result<v1::LookupResponse> r, Grant g) {
+                if (!r.ok()) return cb(r.status());
+                auto entry = FromProto(r->object());
+                auto dir_attr = OptionalAttr(r->has_dir_attr(), r->dir_attr());
+                if (!entry.ok()) return cb(entry.status());
+                if (!dir_attr.ok()) return cb(dir_attr.status());
+                FileKey child = FromProto(r->object().ref());
+                SteadyTime expiry = ExpiryOf(g);
+                meta_->PutAttr(child, entry->attr, expiry, epoch);
+                if (*dir_attr) {
+                  meta_->PutAttr(dkey, **dir_attr, expiry, epoch);
+                  meta_->PutLookup(dkey, name, child, expiry, epoch);
+                }
+                entry->attr = Patched(entry->attr);
+                cb(vfs::LookupReply{std::move(*entry), *dir_attr});
+              });
+}
+
+void SpokeBackend::LookupParent(const vfs::Credentials& cred, const vfs::Handle& dir,
+                                vfs::Callback<vfs::LookupReply> cb) {
+  auto dkey = KeyOr(dir, cb);
+  if (!dkey) return;
+  if (*dkey == root_) {
+    // The portal is the export's root: its parent is itself.
+    return FetchAttr(cred, root_, [this, cb = std::move(cb)](Result<vfs::Attr> a) {
+      if (!a.ok()) return cb(a.status());
+      cb(vfs::LookupReply{vfs::Entry{MakeHandle(root_), *a}, *a});
+    });
+  }
+  auto req = WithCred<v1::LookupRequest>(cred);
+  *req.mutable_dir() = ToProto(*dkey);
+  req.set_name("..");
+  link_->Call(&Hub::Stub::async::Lookup, std::move(req),
+              [cb = std::move(cb)](Result<v1::LookupResponse> r, Grant) {
+                if (!r.ok()) return cb(r.status());
+                auto entry = FromProto(r->object());
+                auto dir_attr = OptionalAttr(r->has_dir_attr(), r->dir_attr());
+                if (!entry.ok()) return cb(entry.status());
+                if (!dir_attr.ok()) return cb(dir_attr.status());
+                cb(vfs::LookupReply{std::move(*entry), *dir_attr});
+              });
+}
+
+void SpokeBackend::Access(const vfs::Credentials& cred, const vfs::Handle& h, uint32_t requested,
+                          vfs::Callback<vfs::AccessReply> cb) {
+  auto key = KeyOr(h, cb);
+  if (!key) return;
+  // The permission rules are the hub's too (vfs/access.h), so cached
+  // attributes answer ACCESS exactly as the hub would.
+  FetchAttr(cred, *key, [cred, requested, cb = std::move(cb)](Result<vfs::Attr> a) {
+    if (!a.ok()) return cb(a.status());
+    cb(vfs::AccessReply{vfs::GrantedAccess(*a, cred, requested), *a});
+  });
+}
+
+void SpokeBackend::ReadLink(const vfs::Credentials& cred, const vfs::Handle& h,
+                            vfs::Callback<vfs::ReadLinkReply> cb) {
+  auto key = KeyOr(h, cb);
+  if (!key) return;
+  const bool allow = AllowExpired();
+  auto target = meta_->ReadLink(key->ino, allow);
+  auto attr = meta_->GetAttr(key->ino, allow);
+  if (target && attr) {
+    ++metadata_hits_;
+    return cb(vfs::ReadLinkReply{*target, attr});
+  }
+  ++metadata_misses_;
+  uint64_t epoch = meta_->Epoch();
+  auto req = WithCred<v1::ReadLinkRequest>(cred);
+  *req.mutable_ref() = ToProto(*key);
+  link_->Call(
+      &Hub::Stub::async::ReadLink, std::move(req),
+      [this, key = *key, epoch, cb = std::move(cb)](Result<v1::ReadLinkResponse> r, Grant g) {
+        if (!r.ok()) return cb(r.status());
+        auto attr = OptionalAttr(r->has_attr(), r->attr());
+        if (!attr.ok()) return cb(attr.status());
+        SteadyTime expiry = ExpiryOf(g);
+        if (*attr) {
+          meta_->PutAttr(key, **attr, expiry, epoch);
+          meta_->PutLink(key, r->target(), expiry, epoch);
+        }
+        cb(vfs::ReadLinkReply{r->target(), *attr});
+      });
+}
+
+void SpokeBackend::ReadDir(const vfs::Credentials& cred, const vfs::Handle& dir,
+                           const vfs::ReadDirRequest& rd, vfs::Callback<vfs::DirPage> cb) {
+  auto dkey = KeyOr(dir, cb);
+  if (!dkey) return;
+  const bool allow = AllowExpired();
+  auto page = meta_->ReadDir(dkey->ino, rd.cookie, rd.max_entries, allow);
+  auto dir_attr = meta_->GetAttr(dkey->ino, allow);
+  if (page && dir_attr && (rd.cookie == 0 || rd.verifier == page->verifier)) {
+    vfs::DirPage out{{}, page->eof, page->verifier, dir_attr};
+    bool complete = true;
+    for (const CachedDirEntry& e : page->entries) {
+      vfs::DirEntry de{e.fileid, e.name, e.cookie, std::nullopt};
+      if (rd.with_attrs) {
+        auto attr = meta_->GetAttr(e.child.ino, allow);
+        if (!attr) {
+          complete = false;
+          break;
+        }
+        de.entry = vfs::Entry{MakeHandle(e.child), Patched(*attr)};
+      }
+      out.entries.push_back(std::move(de));
+    }
+    if (complete) {
+      ++metadata_hits_;
+      if (Status s = vfs::CheckList(*dir_attr, cred); !s.ok()) return cb(s);
+      return cb(std::move(out));
+    }
+  }
+  ++metadata_misses_;
+  uint64_t epoch = meta_->Epoch();
+  auto req = WithCred<v1::ReadDirRequest>(cred);
+  *req.mutable_dir() = ToProto(*dkey);
+  req.set_cookie(rd.cookie);
+  req.set_verifier(rd.verifier);
+  req.set_max_entries(rd.max_entries);
+  req.set_with_attrs(rd.with_attrs);
+  link_->Call(
+      &Hub::Stub::async::ReadDir, std::move(req),
+      [this, dkey = *dkey, rd, epoch, cb = std::move(cb)](Result<v1::ReadDirResponse> r, Grant g) {
+        if (!r.ok()) return cb(r.status());
+        auto dir_attr = OptionalAttr(r->has_dir_attr(), r->dir_attr());
+        if (!dir_attr.ok()) return cb(dir_attr.status());
+        SteadyTime expiry = ExpiryOf(g);
+        vfs::DirPage out{{}, r->eof(), r->verifier(), *dir_attr};
+        CachedDirPage cached{{}, r->eof(), r->verifier()};
+        bool cacheable = rd.with_attrs;  // entries without handles cannot be looked up again
+        for (const v1::DirEntry& e : r->entries()) {
+          vfs::DirEntry de{e.fileid(), e.name(), e.cookie(), std::nullopt};
+          if (e.has_entry()) {
+            auto entry = FromProto(e.entry());
+            if (!entry.ok()) return cb(entry.status());
+            FileKey child = FromProto(e.entry().ref());
+            meta_->PutAttr(child, entry->attr, expiry, epoch);
+            cached.entries.push_back(CachedDirEntry{e.name(), e.fileid(), e.cookie(), child});
+            entry->attr = Patched(entry->attr);
+            de.entry = std::move(*entry);
+          } else {
+            cacheable = false;
+          }
+          out.entries.push_back(std::move(de));
+        }
+        if (*dir_attr) meta_->PutAttr(dkey, **dir_attr, expiry, epoch);
+        if (cacheable && *dir_attr) {
+          meta_->PutDirPage(dkey, rd.cookie, rd.max_entries, std::move(cached), expiry, epoch);
+        }
+        cb(std::move(out));
+      });
+}
+
+void SpokeBackend::FsStat(const vfs::Credentials& cred, const vfs::Handle& h,
+                          vfs::Callback<vfs::FsStats> cb) {
+  auto key = KeyOr(h, cb);
+  if (!key) return;
+  auto req = WithCred<v1::FsStatRequest>(cred);
+  *req.mutable_ref() = ToProto(*key);
+  link_->Call(&Hub::Stub::async::FsStat, std::move(req),
+              [this, key = *key, cred, cb = std::move(cb)](Result<v1::FsStatResponse> r, Grant) {
+                if (!r.ok()) return cb(r.status());
+                vfs::FsStats out{r->total_bytes(),
+                                 r->free_bytes(),
+                                 r->avail_bytes(),
+                                 r->total_files(),
+                                 r->free_files(),
+                                 r->avail_files(),
+                                 meta_->GetAttr(key.ino, false)};
+                cb(std::move(out));
+              });
+}
+
+}  // namespace geofs::spoke

@@ -1,0 +1,193 @@
+// SpokeBackend: a hub portal as a vfs::Backend, served from a coherent cache.
+//
+// Handles are the hub's (inode, generation) (hub_convert.h); the front end
+// adds the export id and the HMAC. Root() is the portal directory, resolved
+// once by Open().
+//
+// Layers (docs/spoke.md):
+//  - metadata (MetadataCache): attributes, lookups, directory pages, symlink
+//    targets and chunk maps, each valid while the hub's lease on its inode
+//    lives; a hub invalidation drops the inode's entries. Without a session
+//    nothing is reused beyond the call that fetched it: every NFS call
+//    revalidates with the hub.
+//  - chunks (ChunkFetcher over a cache::ChunkCache): immutable and named by
+//    hash, so a cached chunk is always good, with or without a lease.
+// READ: chunk map -> each extent's chunk (cache, else hub, shared fetches)
+// -> the reply, a zero-copy slice when one chunk covers it. Sequential reads
+// of a file prefetch the next `readahead_chunks` chunks.
+// Namespace changes go to the hub synchronously, tagged with the session (so
+// the hub does not invalidate us for our own change); the replies refresh or
+// drop our entries. Writes: see spoke_backend_write.cc.
+// Partition: a call the cache cannot answer fails with kUnavailable
+// (NFS3ERR_JUKEBOX: clients retry), unless the portal is immutable; then
+// expired entries serve reads while the hub is unreachable and every change
+// is kReadOnly.
+//
+// Thread-safe. Callbacks run on gRPC threads or the caller's.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "cache/chunk_cache.h"
+#include "geofs/clock.h"
+#include "geofs/vfs.h"
+#include "spoke/write_journal.h"
+
+namespace geofs::v1 {
+class CreateRequest;
+}  // namespace geofs::v1
+
+namespace geofs::spoke {
+
+class HubLink;
+class MetadataCache;
+class ChunkFetcher;
+class JournalUploader;
+struct ChunkMap;
+
+struct SpokeBackendOptions {
+  std::string portal = "/";  // the hub directory served
+  // Serve cached data read-only when the hub is unreachable (and refuse
+  // every change with kReadOnly at all times).
+  bool immutable = false;
+  // Chunks fetched ahead of a sequential reader.
+  uint32_t readahead_chunks = 4;
+  size_t max_cached_inodes = 1 << 20;
+  Clock* clock = Clock::Real();  // REQUIRES: outlives the backend
+};
+
+// Counters for stats and the metrics endpoint.
+struct SpokeStats {
+  uint64_t metadata_hits = 0;
+  uint64_t metadata_misses = 0;
+  uint64_t chunk_hits = 0;
+  uint64_t chunk_misses = 0;
+  uint64_t bytes_from_hub = 0;    // stored-form chunk bytes received
+  uint64_t bytes_from_cache = 0;  // raw chunk bytes served from the cache
+  uint64_t leases_held = 0;       // inodes with a live lease
+  uint64_t invalidations = 0;
+  uint64_t journal_bytes = 0;  // written, not yet committed at the hub
+  bool hub_connected = false;
+  double hub_state_seconds = 0;  // how long the link has been in its state
+  uint64_t session = 0;
+  bool immutable = false;
+};
+
+class SpokeBackend : public vfs::Backend {
+ public:
+  // Resolves the portal at the hub (as root) and starts uploading what
+  // `journal` holds (a restart replays it). `journal` may be null: then
+  // WRITE answers kNotSupported. REQUIRES: link, cache, journal outlive it.
+  static Result<std::unique_ptr<SpokeBackend>> Open(HubLink* link, cache::ChunkCache* cache,
+                                                    WriteJournal* journal,
+                                                    SpokeBackendOptions options);
+  ~SpokeBackend() override;
+
+  // Handlers HubLink::Start needs: invalidations and renewals go to the cache.
+  void AttachSessionHandlers();
+  SpokeStats Stats() const;
+  // Commits every file's journalled writes at the hub and stops uploading
+  // (shutdown): what is left stays in the journal for the next start.
+  Status FlushAll();
+
+  vfs::Capabilities GetCapabilities() const override;
+  Result<vfs::Handle> Root() override;
+  void GetAttr(const vfs::Credentials& cred, const vfs::Handle& h,
+               vfs::Callback<vfs::Attr> cb) override;
+  void SetAttr(const vfs::Credentials& cred, const vfs::Handle& h, const vfs::SetAttrs& attrs,
+               std::optional<WallTime> guard_ctime, vfs::Callback<vfs::Wcc> cb) override;
+  void Lookup(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+              vfs::Callback<vfs::LookupReply> cb) override;
+  void LookupParent(const vfs::Credentials& cred, const vfs::Handle& dir,
+                    vfs::Callback<vfs::LookupReply> cb) override;
+  void Access(const vfs::Credentials& cred, const vfs::Handle& h, uint32_t requested,
+              vfs::Callback<vfs::AccessReply> cb) override;
+  void ReadLink(const vfs::Credentials& cred, const vfs::Handle& h,
+                vfs::Callback<vfs::ReadLinkReply> cb) override;
+  void Read(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t offset, uint32_t count,
+            vfs::Callback<vfs::ReadReply> cb) override;
+  void Write(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t offset, Buffer data,
+             vfs::Stability stability, vfs::Callback<vfs::WriteReply> cb) override;
+  void Create(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+              const vfs::CreateRequest& req, vfs::Callback<vfs::CreateReply> cb) override;
+  void Mkdir(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+             const vfs::SetAttrs& attrs, vfs::Callback<vfs::CreateReply> cb) override;
+  void Symlink(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+               std::string_view target, const vfs::SetAttrs& attrs,
+               vfs::Callback<vfs::CreateReply> cb) override;
+  void Mknod(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+             const vfs::MknodRequest& req, vfs::Callback<vfs::CreateReply> cb) override;
+  void Remove(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+              vfs::Callback<vfs::Wcc> cb) override;
+  void Rmdir(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+             vfs::Callback<vfs::Wcc> cb) override;
+  void Rename(const vfs::Credentials& cred, const vfs::Handle& from_dir, std::string_view from_name,
+              const vfs::Handle& to_dir, std::string_view to_name,
+              vfs::Callback<vfs::RenameReply> cb) override;
+  void Link(const vfs::Credentials& cred, const vfs::Handle& file, const vfs::Handle& dir,
+            std::string_view name, vfs::Callback<vfs::LinkReply> cb) override;
+  void ReadDir(const vfs::Credentials& cred, const vfs::Handle& dir, const vfs::ReadDirRequest& req,
+               vfs::Callback<vfs::DirPage> cb) override;
+  void FsStat(const vfs::Credentials& cred, const vfs::Handle& h,
+              vfs::Callback<vfs::FsStats> cb) override;
+  void Commit(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t offset, uint32_t count,
+              vfs::Callback<vfs::Wcc> cb) override;
+
+ private:
+  SpokeBackend(HubLink* link, cache::ChunkCache* cache, WriteJournal* journal,
+               SpokeBackendOptions options);
+
+  // Starts uploader_ over journal_. REQUIRES: journal_ != nullptr.
+  void StartUploader();
+  // Whether expired entries may serve: an immutable portal cut off.
+  bool AllowExpired() const;
+  // Refuses changes on an immutable portal.
+  Status CheckWritable() const;
+  // The attributes of `key` (cached, else from the hub), with journalled
+  // writes applied.
+  void FetchAttr(const vfs::Credentials& cred, const FileKey& key, vfs::Callback<vfs::Attr> cb);
+  // The file's whole chunk map (cached, else from the hub).
+  void FetchChunkMap(const vfs::Credentials& cred, const FileKey& key,
+                     std::function<void(Result<std::shared_ptr<const ChunkMap>>)> cb);
+  // After a change made through us: drop what it changed, cache what it told.
+  void Changed(const FileKey& key, const std::optional<vfs::Attr>& after);
+  // `attr` with the pending journal writes of its file applied.
+  vfs::Attr Patched(vfs::Attr attr) const;
+  // Readahead after a read of [offset, end) of `map`'s file.
+  void MaybeReadAhead(const FileKey& key, const ChunkMap& map, uint64_t offset, uint64_t end);
+
+  // FetchAttr, waiting. REQUIRES: not on a gRPC thread.
+  Result<vfs::Attr> AttrSync(const vfs::Credentials& cred, const FileKey& key);
+  // Sends a CREATE-like request; answers `cb` and drops the directory's
+  // entries.
+  void CreateAtHub(const FileKey& dir, const v1::CreateRequest& req,
+                   vfs::Callback<vfs::CreateReply> cb);
+  // Commits journalled writes preceding a truncation of the file `name`
+  // in `dir` (CREATE over an existing file). REQUIRES: not on a gRPC thread.
+  Status FlushBeforeTruncate(const vfs::Credentials& cred, const FileKey& dir,
+                             std::string_view name);
+
+  HubLink* const link_;
+  cache::ChunkCache* const cache_;
+  WriteJournal* const journal_;
+  const SpokeBackendOptions options_;
+  std::unique_ptr<MetadataCache> meta_;
+  std::unique_ptr<ChunkFetcher> fetcher_;
+  FileKey root_;
+
+  std::atomic<uint64_t> metadata_hits_{0}, metadata_misses_{0};
+
+  std::mutex readahead_mu_;
+  // Per file: where the next sequential read would start.
+  std::unordered_map<uint64_t, uint64_t> next_offset_;  // guarded by readahead_mu_
+  // Commits the journal at the hub in the background; null without a
+  // journal. Last: stopped before the caches its hooks update go.
+  std::unique_ptr<JournalUploader> uploader_;
+};
+
+}  // namespace geofs::spoke

@@ -1,0 +1,197 @@
+// SpokeBackend: READ (chunk maps, chunks, readahead, journal overlay).
+#include <algorithm>
+#include <cstring>
+
+#include "spoke/chunk_fetcher.h"
+#include "spoke/metadata_cache.h"
+#include "spoke/spoke_backend.h"
+#include "spoke/spoke_backend_internal.h"
+#include "vfs/access.h"
+
+namespace geofs::spoke {
+namespace {
+
+// Files tracked for sequential detection; beyond it the table starts over.
+constexpr size_t kMaxTrackedFiles = 4096;
+
+Result<std::shared_ptr<const ChunkMap>> MapFromProto(const v1::GetChunkMapResponse& r) {
+  auto map = std::make_shared<ChunkMap>();
+  map->version = r.version();
+  GEOFS_ASSIGN_OR_RETURN(map->attr, FromProto(r.attr()));
+  map->extents.reserve(r.extents_size());
+  for (const v1::Extent& e : r.extents()) {
+    auto id = chunk::ChunkId::FromBytes(
+        std::span(reinterpret_cast<const uint8_t*>(e.chunk_id().data()), e.chunk_id().size()));
+    if (!id.ok()) return Status::IoError("hub sent a malformed chunk id");
+    if (e.chunk_offset() + e.length() > e.chunk_length()) {
+      return Status::IoError("hub sent an extent beyond its chunk");
+    }
+    map->extents.push_back(
+        MapExtent{e.offset(), e.length(), *id, e.chunk_offset(), e.chunk_length()});
+  }
+  std::sort(map->extents.begin(), map->extents.end(),
+            [](const MapExtent& a, const MapExtent& b) { return a.offset < b.offset; });
+  return std::shared_ptr<const ChunkMap>(std::move(map));
+}
+
+// The first extent of `map` that ends after `offset`.
+std::vector<MapExtent>::const_iterator FirstEndingAfter(const ChunkMap& map, uint64_t offset) {
+  return std::upper_bound(
+      map.extents.begin(), map.extents.end(), offset,
+      [](uint64_t off, const MapExtent& e) { return off < e.offset + e.length; });
+}
+
+// Assembles one READ reply from the chunks of the extents it touches.
+class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
+ public:
+  ReadAssembly(uint64_t begin, uint64_t end, vfs::ReadReply reply, vfs::Callback<vfs::ReadReply> cb)
+      : begin_(begin), end_(end), reply_(std::move(reply)), cb_(std::move(cb)) {}
+
+  // Fetches every extent overlapping [begin, end) and answers.
+  void Run(ChunkFetcher* fetcher, const ChunkMap& map, std::vector<PendingRange> overlay) {
+    overlay_ = std::move(overlay);
+    std::vector<MapExtent> parts;
+    for (auto it = FirstEndingAfter(map, begin_); it != map.extents.end() && it->offset < end_;
+         ++it) {
+      parts.push_back(*it);
+    }
+    // One chunk covers the whole range and nothing overlays it: no copy.
+    if (parts.size() == 1 && overlay_.empty() && parts[0].offset <= begin_ &&
+        parts[0].offset + parts[0].length >= end_) {
+      MapExtent e = parts[0];
+      auto self = shared_from_this();
+      fetcher->Get(e.id, [self, e](Result<Buffer> raw) {
+        if (!raw.ok()) return self->cb_(raw.status());
+        if (raw->size() < e.chunk_offset + e.length) {
+          return self->cb_(Status::IoError("chunk " + e.id.ToHex() + " is short"));
+        }
+        self->reply_.data =
+            raw->Slice(e.chunk_offset + (self->begin_ - e.offset), self->end_ - self->begin_);
+        self->cb_(std::move(self->reply_));
+      });
+      return;
+    }
+    buffer_ = Buffer::Allocate(end_ - begin_, &out_);
+    std::memset(out_, 0, end_ - begin_);  // holes read as zeros
+    remaining_ = parts.size() + 1;
+    for (const MapExtent& e : parts) {
+      auto self = shared_from_this();
+      fetcher->Get(e.id, [self, e](Result<Buffer> raw) {
+        if (!raw.ok()) return self->Done(raw.status());
+        if (raw->size() < e.chunk_offset + e.length) {
+          return self->Done(Status::IoError("chunk " + e.id.ToHex() + " is short"));
+        }
+        uint64_t from = std::max(e.offset, self->begin_);
+        uint64_t to = std::min(e.offset + e.length, self->end_);
+        std::memcpy(self->out_ + (from - self->begin_),
+                    raw->data() + e.chunk_offset + (from - e.offset), to - from);
+        self->Done(Status::Ok());
+      });
+    }
+    Done(Status::Ok());
+  }
+
+ private:
+  void Done(Status status) {
+    {
+      std::lock_guard lock(mu_);
+      if (!status.ok() && first_error_.ok()) first_error_ = status;
+      if (--remaining_ > 0) return;
+    }
+    if (!first_error_.ok()) return cb_(first_error_);
+    // Journalled writes are newer than anything committed.
+    for (const PendingRange& p : overlay_) {
+      uint64_t from = std::max(p.offset, begin_);
+      uint64_t to = std::min(p.offset + p.data.size(), end_);
+      if (from < to)
+        std::memcpy(out_ + (from - begin_), p.data.data() + (from - p.offset), to - from);
+    }
+    reply_.data = std::move(buffer_);
+    cb_(std::move(reply_));
+  }
+
+  const uint64_t begin_, end_;
+  vfs::ReadReply reply_;
+  vfs::Callback<vfs::ReadReply> cb_;
+  std::vector<PendingRange> overlay_;
+  Buffer buffer_;
+  uint8_t* out_ = nullptr;
+  std::mutex mu_;
+  size_t remaining_ = 0;  // guarded by mu_
+  Status first_error_;    // guarded by mu_
+};
+
+}  // namespace
+
+void SpokeBackend::FetchChunkMap(const vfs::Credentials& cred, const FileKey& key,
+                                 std::function<void(Result<std::shared_ptr<const ChunkMap>>)> cb) {
+  if (auto cached = meta_->GetChunkMap(key.ino, AllowExpired())) {
+    ++metadata_hits_;
+    if (Status s = vfs::CheckRead(cached->attr, cred); !s.ok()) return cb(s);
+    return cb(std::move(cached));
+  }
+  ++metadata_misses_;
+  uint64_t epoch = meta_->Epoch();
+  auto req = WithCred<v1::GetChunkMapRequest>(cred);
+  *req.mutable_ref() = ToProto(key);
+  link_->Call(
+      &v1::Hub::Stub::async::GetChunkMap, std::move(req),
+      [this, key, cred, epoch, cb = std::move(cb)](Result<v1::GetChunkMapResponse> r, Grant g) {
+        if (!r.ok()) {
+          if (auto stale = AllowExpired() ? meta_->GetChunkMap(key.ino, true) : nullptr) {
+            if (Status s = vfs::CheckRead(stale->attr, cred); !s.ok()) return cb(s);
+            return cb(std::move(stale));
+          }
+          return cb(r.status());
+        }
+        auto map = MapFromProto(*r);
+        if (!map.ok()) return cb(map.status());
+        meta_->PutChunkMap(key, *map, ExpiryOf(g), epoch);
+        cb(std::move(map));
+      });
+}
+
+void SpokeBackend::Read(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t offset,
+                        uint32_t count, vfs::Callback<vfs::ReadReply> cb) {
+  auto key = KeyOr(h, cb);
+  if (!key) return;
+  FetchChunkMap(cred, *key,
+                [this, key = *key, offset, count,
+                 cb = std::move(cb)](Result<std::shared_ptr<const ChunkMap>> map) {
+                  if (!map.ok()) return cb(map.status());
+                  vfs::Attr attr = Patched((*map)->attr);
+                  const uint64_t end = offset >= attr.size
+                                           ? offset
+                                           : offset + std::min<uint64_t>(count, attr.size - offset);
+                  vfs::ReadReply reply{Buffer(), end >= attr.size, attr};
+                  if (offset >= end) return cb(std::move(reply));
+                  MaybeReadAhead(key, **map, offset, end);
+                  std::vector<PendingRange> overlay;
+                  if (journal_) overlay = journal_->Read(key, offset, end - offset);
+                  auto assembly =
+                      std::make_shared<ReadAssembly>(offset, end, std::move(reply), std::move(cb));
+                  assembly->Run(fetcher_.get(), **map, std::move(overlay));
+                });
+}
+
+void SpokeBackend::MaybeReadAhead(const FileKey& key, const ChunkMap& map, uint64_t offset,
+                                  uint64_t end) {
+  if (options_.readahead_chunks == 0) return;
+  {
+    std::lock_guard lock(readahead_mu_);
+    if (next_offset_.size() >= kMaxTrackedFiles) next_offset_.clear();
+    auto [it, fresh] = next_offset_.try_emplace(key.ino, 0);
+    // A read from the start, or one continuing where the last ended.
+    bool sequential = offset == 0 || (!fresh && it->second == offset);
+    it->second = end;
+    if (!sequential) return;
+  }
+  std::vector<chunk::ChunkId> ahead;
+  for (auto it = FirstEndingAfter(map, end);
+       it != map.extents.end() && ahead.size() < options_.readahead_chunks; ++it) {
+    if (ahead.empty() || !(ahead.back() == it->id)) ahead.push_back(it->id);
+  }
+  if (!ahead.empty()) fetcher_->Prefetch(ahead);
+}
+
+}  // namespace geofs::spoke

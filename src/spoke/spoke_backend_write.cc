@@ -1,0 +1,313 @@
+// SpokeBackend: namespace changes, WRITE and COMMIT.
+//
+// Changes go to the hub synchronously (tagged with the session, so the hub
+// does not invalidate us for our own change) and drop the entries they
+// affect. WRITE appends to the WriteJournal; FILE_SYNC/DATA_SYNC writes and
+// COMMIT are answered once the journal is synced (durable on this spoke),
+// and the JournalUploader commits the data at the hub in the background.
+// Reads through this spoke see pending data at once (the journal overlays
+// the hub's data and size); other spokes see it once it is committed at the
+// hub. A change whose meaning depends on the data being at the hub first (a
+// truncation) flushes the file's pending writes before it is sent.
+#include <future>
+
+#include "hub/proto_convert.h"
+#include "spoke/journal_uploader.h"
+#include "spoke/metadata_cache.h"
+#include "spoke/spoke_backend.h"
+#include "spoke/spoke_backend_internal.h"
+#include "vfs/access.h"
+
+namespace geofs::spoke {
+namespace {
+
+using v1::Hub;
+
+// How long a change waits for the file's journalled writes to reach the hub
+// before it is answered kUnavailable (NFS3ERR_JUKEBOX: the client retries).
+constexpr std::chrono::seconds kFlushTimeout{30};
+// How long shutdown waits for the journal to reach the hub; what is left
+// is uploaded after the next start.
+constexpr std::chrono::seconds kShutdownFlushTimeout{20};
+
+Result<vfs::CreateReply> CreateReplyFrom(const v1::CreateResponse& r) {
+  vfs::CreateReply out;
+  GEOFS_ASSIGN_OR_RETURN(out.object, FromProto(r.object()));
+  GEOFS_ASSIGN_OR_RETURN(out.dir_wcc, FromProto(r.dir_wcc()));
+  return out;
+}
+
+}  // namespace
+
+Result<vfs::Attr> SpokeBackend::AttrSync(const vfs::Credentials& cred, const FileKey& key) {
+  std::promise<Result<vfs::Attr>> promise;
+  auto future = promise.get_future();
+  FetchAttr(cred, key, [&promise](Result<vfs::Attr> a) { promise.set_value(std::move(a)); });
+  return future.get();
+}
+
+void SpokeBackend::SetAttr(const vfs::Credentials& cred, const vfs::Handle& h,
+                           const vfs::SetAttrs& attrs, std::optional<WallTime> guard_ctime,
+                           vfs::Callback<vfs::Wcc> cb) {
+  auto key = KeyOr(h, cb);
+  if (!key) return;
+  if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  // Journalled writes came before a truncation: it must cut them too.
+  if (attrs.size && uploader_) {
+    if (Status s = uploader_->Flush(*key, kFlushTimeout); !s.ok()) return cb(s);
+  }
+  auto req = WithCred<v1::SetAttrRequest>(cred);
+  *req.mutable_ref() = ToProto(*key);
+  ToProto(attrs, req.mutable_attrs());
+  if (guard_ctime) *req.mutable_guard_ctime() = hub::ToProto(*guard_ctime);
+  link_->Call(&Hub::Stub::async::SetAttr, std::move(req),
+              [this, key = *key, cb = std::move(cb)](Result<v1::SetAttrResponse> r, Grant) {
+                meta_->Invalidate(key.ino);
+                if (!r.ok()) return cb(r.status());
+                cb(FromProto(r->wcc()));
+              });
+}
+
+void SpokeBackend::CreateAtHub(const FileKey& dir, const v1::CreateRequest& req,
+                               vfs::Callback<vfs::CreateReply> cb) {
+  link_->Call(&Hub::Stub::async::Create, req,
+              [this, dir, cb = std::move(cb)](Result<v1::CreateResponse> r, Grant) {
+                meta_->Invalidate(dir.ino);
+                if (!r.ok()) return cb(r.status());
+                // CREATE may have truncated an existing file.
+                meta_->Invalidate(r->object().ref().ino());
+                cb(CreateReplyFrom(*r));
+              });
+}
+
+Status SpokeBackend::FlushBeforeTruncate(const vfs::Credentials& cred, const FileKey& dir,
+                                         std::string_view name) {
+  if (!uploader_ || journal_->PendingFiles().empty()) return Status::Ok();
+  auto req = WithCred<v1::LookupRequest>(cred);
+  *req.mutable_dir() = ToProto(dir);
+  req.set_name(std::string(name));
+  auto existing = link_->CallSync(&Hub::Stub::async::Lookup, std::move(req));
+  if (!existing.ok()) {
+    return existing.status() == StatusCode::kNotFound ? Status::Ok() : existing.status();
+  }
+  Status flushed = uploader_->Flush(FromProto(existing->object().ref()), kFlushTimeout);
+  // A file gone meanwhile has nothing left to truncate: CREATE makes a new one.
+  return flushed == StatusCode::kStale ? Status::Ok() : flushed;
+}
+
+void SpokeBackend::Create(const vfs::Credentials& cred, const vfs::Handle& dir,
+                          std::string_view name, const vfs::CreateRequest& create,
+                          vfs::Callback<vfs::CreateReply> cb) {
+  auto dkey = KeyOr(dir, cb);
+  if (!dkey) return;
+  if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  if (create.mode != vfs::CreateMode::kExclusive && create.attrs.size) {
+    if (Status s = FlushBeforeTruncate(cred, *dkey, name); !s.ok()) return cb(s);
+  }
+  auto req = WithCred<v1::CreateRequest>(cred);
+  *req.mutable_dir() = ToProto(*dkey);
+  req.set_name(std::string(name));
+  req.set_type(v1::REGULAR);
+  req.set_mode(static_cast<v1::CreateMode>(create.mode));
+  ToProto(create.attrs, req.mutable_attrs());
+  if (create.mode == vfs::CreateMode::kExclusive) {
+    req.set_verifier(create.verifier.data(), create.verifier.size());
+  }
+  CreateAtHub(*dkey, req, std::move(cb));
+}
+
+void SpokeBackend::Mkdir(const vfs::Credentials& cred, const vfs::Handle& dir,
+                         std::string_view name, const vfs::SetAttrs& attrs,
+                         vfs::Callback<vfs::CreateReply> cb) {
+  auto dkey = KeyOr(dir, cb);
+  if (!dkey) return;
+  if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  auto req = WithCred<v1::CreateRequest>(cred);
+  *req.mutable_dir() = ToProto(*dkey);
+  req.set_name(std::string(name));
+  req.set_type(v1::DIRECTORY);
+  ToProto(attrs, req.mutable_attrs());
+  CreateAtHub(*dkey, req, std::move(cb));
+}
+
+void SpokeBackend::Symlink(const vfs::Credentials& cred, const vfs::Handle& dir,
+                           std::string_view name, std::string_view target,
+                           const vfs::SetAttrs& attrs, vfs::Callback<vfs::CreateReply> cb) {
+  auto dkey = KeyOr(dir, cb);
+  if (!dkey) return;
+  if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  auto req = WithCred<v1::CreateRequest>(cred);
+  *req.mutable_dir() = ToProto(*dkey);
+  req.set_name(std::string(name));
+  req.set_type(v1::SYMLINK);
+  req.set_symlink_target(std::string(target));
+  ToProto(attrs, req.mutable_attrs());
+  CreateAtHub(*dkey, req, std::move(cb));
+}
+
+void SpokeBackend::Mknod(const vfs::Credentials& cred, const vfs::Handle& dir,
+                         std::string_view name, const vfs::MknodRequest& mknod,
+                         vfs::Callback<vfs::CreateReply> cb) {
+  auto dkey = KeyOr(dir, cb);
+  if (!dkey) return;
+  if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  auto req = WithCred<v1::CreateRequest>(cred);
+  *req.mutable_dir() = ToProto(*dkey);
+  req.set_name(std::string(name));
+  req.set_type(hub::ToProto(mknod.type));
+  req.set_rdev_major(mknod.rdev_major);
+  req.set_rdev_minor(mknod.rdev_minor);
+  ToProto(mknod.attrs, req.mutable_attrs());
+  CreateAtHub(*dkey, req, std::move(cb));
+}
+
+void SpokeBackend::Remove(const vfs::Credentials& cred, const vfs::Handle& dir,
+                          std::string_view name, vfs::Callback<vfs::Wcc> cb) {
+  auto dkey = KeyOr(dir, cb);
+  if (!dkey) return;
+  if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  auto victim = meta_->Lookup(dkey->ino, name, true);
+  auto req = WithCred<v1::RemoveRequest>(cred);
+  *req.mutable_dir() = ToProto(*dkey);
+  req.set_name(std::string(name));
+  req.set_directory(false);
+  link_->Call(
+      &Hub::Stub::async::Remove, std::move(req),
+      [this, dkey = *dkey, victim, cb = std::move(cb)](Result<v1::RemoveResponse> r, Grant) {
+        meta_->Invalidate(dkey.ino);
+        // The victim's link count changed (or it is gone).
+        if (victim) meta_->Invalidate(victim->ino);
+        if (!r.ok()) return cb(r.status());
+        cb(FromProto(r->dir_wcc()));
+      });
+}
+
+void SpokeBackend::Rmdir(const vfs::Credentials& cred, const vfs::Handle& dir,
+                         std::string_view name, vfs::Callback<vfs::Wcc> cb) {
+  auto dkey = KeyOr(dir, cb);
+  if (!dkey) return;
+  if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  auto victim = meta_->Lookup(dkey->ino, name, true);
+  auto req = WithCred<v1::RemoveRequest>(cred);
+  *req.mutable_dir() = ToProto(*dkey);
+  req.set_name(std::string(name));
+  req.set_directory(true);
+  link_->Call(
+      &Hub::Stub::async::Remove, std::move(req),
+      [this, dkey = *dkey, victim, cb = std::move(cb)](Result<v1::RemoveResponse> r, Grant) {
+        meta_->Invalidate(dkey.ino);
+        if (victim) meta_->Invalidate(victim->ino);
+        if (!r.ok()) return cb(r.status());
+        cb(FromProto(r->dir_wcc()));
+      });
+}
+
+void SpokeBackend::Rename(const vfs::Credentials& cred, const vfs::Handle& from_dir,
+                          std::string_view from_name, const vfs::Handle& to_dir,
+                          std::string_view to_name, vfs::Callback<vfs::RenameReply> cb) {
+  auto from = KeyOr(from_dir, cb);
+  if (!from) return;
+  auto to = KeyOr(to_dir, cb);
+  if (!to) return;
+  if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  // The moved object's ctime and the replaced one's link count change.
+  std::vector<uint64_t> touched = {from->ino, to->ino};
+  if (auto moved = meta_->Lookup(from->ino, from_name, true)) touched.push_back(moved->ino);
+  if (auto replaced = meta_->Lookup(to->ino, to_name, true)) touched.push_back(replaced->ino);
+  auto req = WithCred<v1::RenameRequest>(cred);
+  *req.mutable_from_dir() = ToProto(*from);
+  req.set_from_name(std::string(from_name));
+  *req.mutable_to_dir() = ToProto(*to);
+  req.set_to_name(std::string(to_name));
+  link_->Call(&Hub::Stub::async::Rename, std::move(req),
+              [this, touched, cb = std::move(cb)](Result<v1::RenameResponse> r, Grant) {
+                for (uint64_t ino : touched) meta_->Invalidate(ino);
+                if (!r.ok()) return cb(r.status());
+                auto from_wcc = FromProto(r->from_dir_wcc());
+                auto to_wcc = FromProto(r->to_dir_wcc());
+                if (!from_wcc.ok()) return cb(from_wcc.status());
+                if (!to_wcc.ok()) return cb(to_wcc.status());
+                cb(vfs::RenameReply{*from_wcc, *to_wcc});
+              });
+}
+
+void SpokeBackend::Link(const vfs::Credentials& cred, const vfs::Handle& file,
+                        const vfs::Handle& dir, std::string_view name,
+                        vfs::Callback<vfs::LinkReply> cb) {
+  auto fkey = KeyOr(file, cb);
+  if (!fkey) return;
+  auto dkey = KeyOr(dir, cb);
+  if (!dkey) return;
+  if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  auto req = WithCred<v1::LinkRequest>(cred);
+  *req.mutable_file() = ToProto(*fkey);
+  *req.mutable_dir() = ToProto(*dkey);
+  req.set_name(std::string(name));
+  link_->Call(
+      &Hub::Stub::async::Link, std::move(req),
+      [this, fkey = *fkey, dkey = *dkey, cb = std::move(cb)](Result<v1::LinkResponse> r, Grant) {
+        meta_->Invalidate(fkey.ino);
+        meta_->Invalidate(dkey.ino);
+        if (!r.ok()) return cb(r.status());
+        auto file_attr = OptionalAttr(r->has_file_attr(), r->file_attr());
+        auto dir_wcc = FromProto(r->dir_wcc());
+        if (!file_attr.ok()) return cb(file_attr.status());
+        if (!dir_wcc.ok()) return cb(dir_wcc.status());
+        if (*file_attr) *file_attr = Patched(**file_attr);
+        cb(vfs::LinkReply{*file_attr, *dir_wcc});
+      });
+}
+
+void SpokeBackend::Write(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t offset,
+                         Buffer data, vfs::Stability stability, vfs::Callback<vfs::WriteReply> cb) {
+  auto key = KeyOr(h, cb);
+  if (!key) return;
+  if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  if (!uploader_) return cb(Status::NotSupported("this spoke has no write journal"));
+  auto attr = AttrSync(cred, *key);
+  if (!attr.ok()) return cb(attr.status());
+  if (Status s = vfs::CheckWrite(*attr, cred); !s.ok()) return cb(s);
+  if (offset + data.size() < offset || offset + data.size() > GetCapabilities().max_file_size) {
+    return cb(Status::FileTooLarge());
+  }
+  vfs::WriteReply reply;
+  reply.wcc.before = vfs::ToWcc(*attr);
+  auto seq = journal_->Append(*key, offset, data.span());
+  if (!seq.ok()) return cb(seq.status());
+  reply.count = static_cast<uint32_t>(data.size());
+  reply.committed = stability;
+  if (stability != vfs::Stability::kUnstable) {
+    if (Status s = journal_->Sync(); !s.ok()) return cb(s);
+  }
+  uploader_->Kick();
+  vfs::Attr after = *attr;
+  after.size = std::max(after.size, offset + data.size());
+  after.mtime = after.ctime = options_.clock->WallNow();
+  reply.wcc.after = Patched(after);
+  cb(std::move(reply));
+}
+
+void SpokeBackend::Commit(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t, uint32_t,
+                          vfs::Callback<vfs::Wcc> cb) {
+  auto key = KeyOr(h, cb);
+  if (!key) return;
+  if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  vfs::Wcc wcc;
+  if (uploader_) {
+    if (Status s = journal_->Sync(); !s.ok()) return cb(s);
+    uploader_->Kick();
+  }
+  auto attr = AttrSync(cred, *key);
+  if (!attr.ok()) return cb(attr.status());
+  wcc.after = *attr;
+  cb(std::move(wcc));
+}
+
+Status SpokeBackend::FlushAll() {
+  if (!uploader_) return Status::Ok();
+  Status status = uploader_->FlushAll(kShutdownFlushTimeout);
+  uploader_->Stop();
+  return status;
+}
+
+}  // namespace geofs::spoke

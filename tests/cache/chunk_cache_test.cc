@@ -1,0 +1,621 @@
+#include "cache/chunk_cache.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/cache_file.h"
+#include "cache/chunk_cache_internal.h"
+#include "cache/io_engine.h"
+
+namespace geofs::cache {
+namespace {
+
+namespace fs = std::filesystem;
+using chunk::ChunkId;
+
+struct Chunk {
+  ChunkId id;
+  Buffer raw;
+};
+
+Chunk MakeChunk(int seed, size_t size = 4096) {
+  std::vector<uint8_t> bytes(size);
+  std::mt19937 rng(seed);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  return {ChunkId::Of(bytes), Buffer::CopyOf(std::span<const uint8_t>(bytes))};
+}
+
+Result<Buffer> GetSync(ChunkCache& cache, const ChunkId& id) {
+  std::promise<Result<Buffer>> done;
+  cache.Get(id, [&](Result<Buffer> r) { done.set_value(std::move(r)); });
+  return done.get_future().get();
+}
+
+Status PutSync(ChunkCache& cache, const Chunk& c) {
+  std::promise<Status> done;
+  cache.Put(c.id, c.raw, [&](Status s) { done.set_value(std::move(s)); });
+  return done.get_future().get();
+}
+
+// The spoke's pattern: read from the cache, on a miss fetch and store.
+bool Access(ChunkCache& cache, const Chunk& c) {
+  Result<Buffer> r = GetSync(cache, c.id);
+  if (r.ok()) {
+    EXPECT_EQ(r->view(), c.raw.view());
+    return true;
+  }
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(PutSync(cache, c).ok());
+  return false;
+}
+
+std::vector<fs::path> FilesUnder(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) files.push_back(e.path());
+  }
+  return files;
+}
+
+enum class Engine { kIoUring, kThreadPool };
+
+std::string EngineName(const testing::TestParamInfo<Engine>& info) {
+  return info.param == Engine::kIoUring ? "IoUring" : "ThreadPool";
+}
+
+class ChunkCacheTest : public testing::TestWithParam<Engine> {
+ protected:
+  void SetUp() override {
+    std::string name = testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    dir_ =
+        fs::temp_directory_path() / ("geofs_cache_test_" + std::to_string(getpid()) + "_" + name);
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  ChunkCacheOptions Options(uint64_t capacity, uint64_t memory = 0) const {
+    ChunkCacheOptions o;
+    o.dir = dir_;
+    o.capacity_bytes = capacity;
+    o.memory_bytes = memory;
+    o.use_io_uring = GetParam() == Engine::kIoUring;
+    return o;
+  }
+
+  std::unique_ptr<ChunkCache> OpenOrDie(const ChunkCacheOptions& o) {
+    auto cache = ChunkCache::Open(o);
+    EXPECT_TRUE(cache.ok()) << cache.status().ToString();
+    EXPECT_EQ((*cache)->Stats().io_uring, GetParam() == Engine::kIoUring);
+    return std::move(cache).value();
+  }
+
+  std::string dir_;
+};
+
+TEST_P(ChunkCacheTest, PutThenGetRoundTrips) {
+  auto cache = OpenOrDie(Options(1 << 20));
+  Chunk a = MakeChunk(1, 100000), b = MakeChunk(2, 1);
+  EXPECT_EQ(GetSync(*cache, a.id).status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(PutSync(*cache, a).ok());
+  ASSERT_TRUE(PutSync(*cache, b).ok());
+  ASSERT_TRUE(PutSync(*cache, a).ok());  // already cached: succeeds at once
+  EXPECT_TRUE(cache->Contains(a.id));
+  auto got = GetSync(*cache, a.id);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->view(), a.raw.view());
+  EXPECT_EQ(GetSync(*cache, b.id)->view(), b.raw.view());
+  ChunkCacheStats s = cache->Stats();
+  EXPECT_EQ(s.disk_hits, 2u);
+  EXPECT_EQ(s.memory_hits, 0u);
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.inserts, 2u);
+  EXPECT_EQ(s.disk_chunks, 2u);
+  EXPECT_EQ(s.disk_bytes, 100001u);
+  EXPECT_EQ(s.capacity_bytes, 1u << 20);
+  // The file under the chunk's name holds the header and the bytes.
+  EXPECT_EQ(fs::file_size(ChunkPath(dir_, a.id)), kFileHeaderSize + 100000);
+}
+
+TEST_P(ChunkCacheTest, MemoryTierServesHotChunksAndStaysBounded) {
+  auto cache = OpenOrDie(Options(1 << 20, /*memory=*/3 * 4096));
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < 5; ++i) {
+    chunks.push_back(MakeChunk(i));
+    ASSERT_TRUE(PutSync(*cache, chunks.back()).ok());
+  }
+  EXPECT_EQ(cache->Stats().memory_bytes, 3u * 4096);
+  // The last three stored are in memory; the first two come from disk and are
+  // promoted.
+  for (int i = 2; i < 5; ++i)
+    EXPECT_EQ(GetSync(*cache, chunks[i].id)->view(), chunks[i].raw.view());
+  EXPECT_EQ(cache->Stats().memory_hits, 3u);
+  EXPECT_EQ(GetSync(*cache, chunks[0].id)->view(), chunks[0].raw.view());
+  EXPECT_EQ(cache->Stats().disk_hits, 1u);
+  EXPECT_EQ(GetSync(*cache, chunks[0].id)->view(), chunks[0].raw.view());
+  EXPECT_EQ(cache->Stats().memory_hits, 4u);
+  EXPECT_EQ(cache->Stats().memory_bytes, 3u * 4096);
+}
+
+TEST_P(ChunkCacheTest, RestartReusesEveryChunk) {
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < 20; ++i) chunks.push_back(MakeChunk(i, 1000 + i));
+  {
+    auto cache = OpenOrDie(Options(1 << 20, 1 << 20));
+    for (auto& c : chunks) ASSERT_TRUE(PutSync(*cache, c).ok());
+  }
+  auto cache = OpenOrDie(Options(1 << 20, 1 << 20));
+  ChunkCacheStats s = cache->Stats();
+  EXPECT_EQ(s.disk_chunks, 20u);
+  uint64_t bytes = 0;
+  for (auto& c : chunks) bytes += c.raw.size();
+  EXPECT_EQ(s.disk_bytes, bytes);
+  for (auto& c : chunks) {
+    auto got = GetSync(*cache, c.id);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->view(), c.raw.view());
+  }
+  EXPECT_EQ(cache->Stats().disk_hits, 20u);
+  EXPECT_EQ(cache->Stats().misses, 0u);
+}
+
+TEST_P(ChunkCacheTest, RestartWithSmallerCapacityEvictsDownToIt) {
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < 10; ++i) chunks.push_back(MakeChunk(i));
+  {
+    auto cache = OpenOrDie(Options(1 << 20));
+    for (auto& c : chunks) ASSERT_TRUE(PutSync(*cache, c).ok());
+  }
+  auto cache = OpenOrDie(Options(4 * 4096));
+  EXPECT_EQ(cache->Stats().disk_chunks, 4u);
+  EXPECT_EQ(FilesUnder(dir_).size(), 4u);
+}
+
+void FlipByte(const std::string& path, off_t offset) {
+  int fd = open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  uint8_t b;
+  ASSERT_EQ(pread(fd, &b, 1, offset), 1);
+  b ^= 0x40;
+  ASSERT_EQ(pwrite(fd, &b, 1, offset), 1);
+  close(fd);
+}
+
+TEST_P(ChunkCacheTest, CorruptFileIsDroppedAndReportedAsMiss) {
+  Chunk payload = MakeChunk(1), header = MakeChunk(2), torn = MakeChunk(3);
+  {
+    auto cache = OpenOrDie(Options(1 << 20));
+    for (auto* c : {&payload, &header, &torn}) ASSERT_TRUE(PutSync(*cache, *c).ok());
+  }
+  FlipByte(ChunkPath(dir_, payload.id), kFileHeaderSize + 1000);
+  FlipByte(ChunkPath(dir_, header.id), 9);  // the length field
+  fs::resize_file(ChunkPath(dir_, torn.id), kFileHeaderSize + 100);
+
+  auto cache = OpenOrDie(Options(1 << 20));
+  ASSERT_TRUE(cache->Contains(payload.id));
+  for (auto* c : {&payload, &header, &torn}) {
+    auto got = GetSync(*cache, c->id);
+    EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+    EXPECT_FALSE(cache->Contains(c->id));
+    EXPECT_FALSE(fs::exists(ChunkPath(dir_, c->id)));
+  }
+  ChunkCacheStats s = cache->Stats();
+  EXPECT_EQ(s.corrupt_dropped, 3u);
+  EXPECT_EQ(s.misses, 3u);
+  EXPECT_EQ(s.disk_chunks, 0u);
+  EXPECT_EQ(s.disk_bytes, 0u);
+  // The caller refetches and stores it again.
+  ASSERT_TRUE(PutSync(*cache, payload).ok());
+  EXPECT_EQ(GetSync(*cache, payload.id)->view(), payload.raw.view());
+}
+
+TEST_P(ChunkCacheTest, FileMissingBehindOurBackIsAMiss) {
+  auto cache = OpenOrDie(Options(1 << 20));
+  Chunk a = MakeChunk(1);
+  ASSERT_TRUE(PutSync(*cache, a).ok());
+  fs::remove(ChunkPath(dir_, a.id));
+  EXPECT_EQ(GetSync(*cache, a.id).status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(cache->Contains(a.id));
+  EXPECT_EQ(cache->Stats().disk_bytes, 0u);
+}
+
+TEST_P(ChunkCacheTest, OpenRemovesTornAndTemporaryFiles) {
+  Chunk good = MakeChunk(1), shortened = MakeChunk(2);
+  {
+    auto cache = OpenOrDie(Options(1 << 20));
+    ASSERT_TRUE(PutSync(*cache, good).ok());
+  }
+  std::string temp = ChunkPath(dir_, shortened.id) + std::string(kTempMarker) + "999.1";
+  std::ofstream(temp) << "half a chunk";
+  std::ofstream(ChunkPath(dir_, shortened.id)) << "short";  // shorter than a header
+  fs::create_directories(dir_ + "/00");
+  std::ofstream(dir_ + "/00/not-a-chunk") << "left alone";
+
+  auto cache = OpenOrDie(Options(1 << 20));
+  EXPECT_FALSE(fs::exists(temp));
+  EXPECT_FALSE(fs::exists(ChunkPath(dir_, shortened.id)));
+  EXPECT_TRUE(fs::exists(dir_ + "/00/not-a-chunk"));
+  EXPECT_FALSE(cache->Contains(shortened.id));
+  EXPECT_EQ(cache->Stats().disk_chunks, 1u);
+  EXPECT_EQ(GetSync(*cache, good.id)->view(), good.raw.view());
+}
+
+TEST_P(ChunkCacheTest, CyclicWorkingSetTwiceTheCacheKeepsHitting) {
+  constexpr int kCapacity = 40;
+  auto cache = OpenOrDie(Options(kCapacity * 4096));
+  std::vector<Chunk> set;
+  for (int i = 0; i < 2 * kCapacity; ++i) set.push_back(MakeChunk(i));
+  for (int pass = 1; pass <= 3; ++pass) {
+    int hits = 0;
+    for (auto& c : set) hits += Access(*cache, c);
+    double ratio = static_cast<double>(hits) / set.size();
+    if (pass == 1) {
+      EXPECT_EQ(hits, 0);
+    }
+    if (pass > 1) {
+      EXPECT_GE(ratio, 0.30) << "pass " << pass;
+    }
+    ChunkCacheStats s = cache->Stats();
+    EXPECT_LE(s.disk_bytes, s.capacity_bytes);
+  }
+  EXPECT_EQ(FilesUnder(dir_).size(), static_cast<size_t>(kCapacity));
+}
+
+TEST_P(ChunkCacheTest, HotSetSurvivesAOneTimeScan) {
+  constexpr int kCapacity = 20;
+  auto cache = OpenOrDie(Options(kCapacity * 4096));
+  std::vector<Chunk> hot;
+  for (int i = 0; i < 8; ++i) hot.push_back(MakeChunk(i));
+  for (int round = 0; round < 3; ++round) {
+    for (auto& c : hot) Access(*cache, c);
+  }
+  for (int i = 0; i < 3 * kCapacity; ++i) Access(*cache, MakeChunk(1000 + i));
+  for (auto& c : hot) EXPECT_TRUE(Access(*cache, c));
+  EXPECT_GT(cache->Stats().evictions, 0u);
+}
+
+TEST_P(ChunkCacheTest, PinnedChunksAreNeverEvicted) {
+  auto cache = OpenOrDie(Options(4 * 4096));
+  Chunk a = MakeChunk(1), b = MakeChunk(2);
+  ASSERT_TRUE(PutSync(*cache, a).ok());
+  cache->Pin(a.id);
+  cache->Pin(a.id);
+  cache->Pin(b.id);  // absent: pinned once stored
+  ASSERT_TRUE(PutSync(*cache, b).ok());
+  EXPECT_EQ(cache->Stats().pinned_bytes, 2u * 4096);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(PutSync(*cache, MakeChunk(100 + i)).ok());
+  EXPECT_TRUE(cache->Contains(a.id));
+  EXPECT_TRUE(cache->Contains(b.id));
+
+  cache->Unpin(a.id);  // still pinned once
+  std::vector<ChunkId> others;
+  for (int i = 0; i < 20; ++i) {
+    ChunkId id = MakeChunk(100 + i).id;
+    if (cache->Contains(id)) others.push_back(id);
+  }
+  ASSERT_EQ(others.size(), 2u);
+  for (auto& id : others) cache->Pin(id);
+  EXPECT_EQ(cache->Stats().pinned_bytes, 4u * 4096);
+  // Full, and everything pinned.
+  EXPECT_EQ(PutSync(*cache, MakeChunk(500)).code(), StatusCode::kNoSpace);
+  EXPECT_EQ(cache->Shrink(1 << 20), 0u);
+  EXPECT_EQ(cache->Stats().disk_chunks, 4u);
+
+  cache->Unpin(a.id);
+  EXPECT_EQ(cache->Stats().pinned_bytes, 3u * 4096);
+  ASSERT_TRUE(PutSync(*cache, MakeChunk(501)).ok());
+  EXPECT_FALSE(cache->Contains(a.id));
+  EXPECT_TRUE(cache->Contains(b.id));
+  cache->Unpin(MakeChunk(999).id);  // never pinned: ignored
+}
+
+TEST_P(ChunkCacheTest, CapacityAccountingMatchesTheDisk) {
+  auto cache = OpenOrDie(Options(100000));
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < 60; ++i) {
+    chunks.push_back(MakeChunk(i, 1000 + 97 * i));
+    ASSERT_TRUE(PutSync(*cache, chunks.back()).ok());
+    ASSERT_LE(cache->Stats().disk_bytes, 100000u);
+  }
+  ChunkCacheStats s = cache->Stats();
+  uint64_t on_disk = 0;
+  auto files = FilesUnder(dir_);
+  for (auto& f : files) on_disk += fs::file_size(f) - kFileHeaderSize;
+  EXPECT_EQ(files.size(), s.disk_chunks);
+  EXPECT_EQ(on_disk, s.disk_bytes);
+  EXPECT_EQ(s.inserts - s.evictions, s.disk_chunks);
+  for (auto& c : chunks) {
+    if (cache->Contains(c.id)) {
+      EXPECT_EQ(GetSync(*cache, c.id)->view(), c.raw.view());
+    }
+  }
+  EXPECT_EQ(PutSync(*cache, MakeChunk(1, 100001)).code(), StatusCode::kNoSpace);
+  uint64_t freed = cache->Shrink(10000);
+  EXPECT_GE(freed, 10000u);
+  EXPECT_EQ(cache->Stats().disk_bytes, s.disk_bytes - freed);
+}
+
+TEST_P(ChunkCacheTest, WholeFileSystemCapacityLeavesTenPercent) {
+  auto cache = OpenOrDie(Options(0));
+  struct statvfs st;
+  ASSERT_EQ(statvfs(dir_.c_str(), &st), 0);
+  uint64_t total = static_cast<uint64_t>(st.f_blocks) * st.f_frsize;
+  uint64_t capacity = cache->Stats().capacity_bytes;
+  EXPECT_LE(capacity, total * 9 / 10);
+  uint64_t free = static_cast<uint64_t>(st.f_bfree) * st.f_frsize;
+  // 90% of the total minus what others use: free space minus 10% of the total.
+  if (free > total / 10) {
+    EXPECT_NEAR(double(capacity), double(free - total / 10), total / 100.0);
+  }
+}
+
+TEST_P(ChunkCacheTest, ConcurrentGetPutPinFromManyThreads) {
+  constexpr int kIds = 64;
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < kIds; ++i) chunks.push_back(MakeChunk(i, 2048 + i * 16));
+  auto cache = OpenOrDie(Options(24 * 2048, 6 * 2048));
+  std::atomic<int> ok_gets{0}, bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      std::vector<int> pinned;
+      for (int i = 0; i < 400; ++i) {
+        const Chunk& c = chunks[rng() % kIds];
+        switch (rng() % 8) {
+          case 0:
+            cache->Pin(c.id);
+            pinned.push_back(&c - chunks.data());
+            break;
+          case 1:
+            if (!pinned.empty()) {
+              cache->Unpin(chunks[pinned.back()].id);
+              pinned.pop_back();
+            }
+            break;
+          case 2:
+            cache->Shrink(4096);
+            break;
+          case 3: {
+            // Asynchronous burst: the callbacks check the bytes.
+            std::promise<void> done;
+            std::atomic<int> left{2};
+            for (int k = 0; k < 2; ++k) {
+              cache->Get(c.id, [&](Result<Buffer> r) {
+                if (r.ok() && r->view() != c.raw.view()) ++bad;
+                if (--left == 0) done.set_value();
+              });
+            }
+            done.get_future().wait();
+            break;
+          }
+          default: {
+            auto r = GetSync(*cache, c.id);
+            if (r.ok()) {
+              ++ok_gets;
+              if (r->view() != c.raw.view()) ++bad;
+            } else {
+              Status s = PutSync(*cache, c);
+              if (!s.ok() && s.code() != StatusCode::kNoSpace) ++bad;
+            }
+          }
+        }
+      }
+      for (int p : pinned) cache->Unpin(chunks[p].id);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(ok_gets.load(), 0);
+  ChunkCacheStats s = cache->Stats();
+  EXPECT_EQ(s.pinned_bytes, 0u);
+  EXPECT_LE(s.disk_bytes, s.capacity_bytes);
+  EXPECT_EQ(FilesUnder(dir_).size(), s.disk_chunks);
+  for (auto& c : chunks) {
+    if (cache->Contains(c.id)) {
+      EXPECT_EQ(GetSync(*cache, c.id)->view(), c.raw.view());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, ChunkCacheTest,
+                         testing::Values(Engine::kIoUring, Engine::kThreadPool), EngineName);
+
+// --- fault injection through the IoEngine seam ---
+
+class FaultyEngine : public IoEngineWrapper {
+ public:
+  using IoEngineWrapper::IoEngineWrapper;
+  std::atomic<int> enospc_writes{0};  // how many next writes fail with ENOSPC
+  std::atomic<size_t> max_transfer{SIZE_MAX};
+
+  void Read(int fd, uint8_t* buf, size_t len, uint64_t offset, Completion done) override {
+    base().Read(fd, buf, std::min(len, max_transfer.load()), offset, std::move(done));
+  }
+  void Write(int fd, const iovec* iov, int iovcnt, uint64_t offset, Completion done) override {
+    if (enospc_writes.load() > 0) {
+      --enospc_writes;
+      // Completes on an engine thread, as a real failure would.
+      base().Read(fd, nullptr, 0, 0, [done = std::move(done)](int64_t) { done(-ENOSPC); });
+      return;
+    }
+    if (max_transfer.load() == SIZE_MAX)
+      return base().Write(fd, iov, iovcnt, offset, std::move(done));
+    iovec first = iov[0];
+    first.iov_len = std::min(first.iov_len, max_transfer.load());
+    base().Write(fd, &first, 1, offset, std::move(done));
+  }
+};
+
+class ChunkCacheFaultTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() /
+            ("geofs_cache_fault_" + std::to_string(getpid()) + "_" +
+             testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    fs::remove_all(dir_);
+    auto faulty = std::make_unique<FaultyEngine>(NewThreadPoolEngine(2));
+    engine_ = faulty.get();
+    ChunkCacheOptions o;
+    o.dir = dir_;
+    o.capacity_bytes = 1 << 20;
+    o.memory_bytes = 0;
+    auto cache = OpenChunkCacheWithEngine(o, std::move(faulty));
+    ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+    cache_ = std::move(cache).value();
+  }
+  void TearDown() override {
+    cache_.reset();
+    fs::remove_all(dir_);
+  }
+
+  std::string dir_;
+  FaultyEngine* engine_ = nullptr;
+  std::unique_ptr<ChunkCache> cache_;
+};
+
+TEST_F(ChunkCacheFaultTest, EnospcEvictsAndRetriesOnce) {
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(PutSync(*cache_, MakeChunk(i)).ok());
+  engine_->enospc_writes = 1;
+  Chunk c = MakeChunk(100);
+  ASSERT_TRUE(PutSync(*cache_, c).ok());
+  ChunkCacheStats s = cache_->Stats();
+  EXPECT_EQ(s.evictions, 1u);
+  EXPECT_EQ(s.disk_chunks, 4u);
+  EXPECT_EQ(GetSync(*cache_, c.id)->view(), c.raw.view());
+  EXPECT_EQ(FilesUnder(dir_).size(), 4u);  // no temporary file left
+}
+
+TEST_F(ChunkCacheFaultTest, EnospcTwiceFailsWithNoSpaceAndKeepsTheIndexSound) {
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(PutSync(*cache_, MakeChunk(i)).ok());
+  engine_->enospc_writes = 2;
+  Chunk c = MakeChunk(100);
+  EXPECT_EQ(PutSync(*cache_, c).code(), StatusCode::kNoSpace);
+  EXPECT_FALSE(cache_->Contains(c.id));
+  ChunkCacheStats s = cache_->Stats();
+  EXPECT_EQ(s.disk_chunks, 3u);
+  EXPECT_EQ(s.disk_bytes, 3u * 4096);
+  EXPECT_EQ(FilesUnder(dir_).size(), 3u);
+  // Once space is back, the same chunk is stored.
+  ASSERT_TRUE(PutSync(*cache_, c).ok());
+  EXPECT_EQ(GetSync(*cache_, c.id)->view(), c.raw.view());
+}
+
+TEST_F(ChunkCacheFaultTest, ShortTransfersAreResumed) {
+  engine_->max_transfer = 1000;
+  Chunk c = MakeChunk(7, 10000);
+  ASSERT_TRUE(PutSync(*cache_, c).ok());
+  EXPECT_EQ(fs::file_size(ChunkPath(dir_, c.id)), kFileHeaderSize + 10000);
+  auto got = GetSync(*cache_, c.id);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->view(), c.raw.view());
+}
+
+TEST_F(ChunkCacheFaultTest, ConcurrentPutsOfOneChunkShareTheWrite) {
+  Chunk c = MakeChunk(9, 50000);
+  std::vector<std::promise<Status>> done(4);
+  for (auto& p : done) cache_->Put(c.id, c.raw, [&p](Status s) { p.set_value(std::move(s)); });
+  // A Get while the write may be in flight is served from the pending bytes.
+  EXPECT_EQ(GetSync(*cache_, c.id)->view(), c.raw.view());
+  for (auto& p : done) EXPECT_TRUE(p.get_future().get().ok());
+  EXPECT_EQ(cache_->Stats().inserts, 1u);
+  EXPECT_EQ(FilesUnder(dir_).size(), 1u);
+}
+
+// --- a real, tiny file system ---
+
+class TinyFileSystem {
+ public:
+  explicit TinyFileSystem(const std::string& dir) : dir_(dir) {
+    fs::create_directories(dir_);
+    mounted_ = mount("tmpfs", dir_.c_str(), "tmpfs", 0, "size=1m") == 0;
+    error_ = errno;
+  }
+  ~TinyFileSystem() {
+    if (mounted_) umount2(dir_.c_str(), MNT_DETACH);
+    fs::remove_all(dir_);
+  }
+  bool mounted() const { return mounted_; }
+  int error() const { return error_; }
+
+ private:
+  std::string dir_;
+  bool mounted_;
+  int error_;
+};
+
+class TinyFileSystemTest : public testing::TestWithParam<Engine> {};
+
+TEST_P(TinyFileSystemTest, FullFileSystemEvictsThenReportsNoSpace) {
+  std::string root = fs::temp_directory_path() / ("geofs_cache_tmpfs_" + std::to_string(getpid()));
+  TinyFileSystem tiny(root);
+  if (!tiny.mounted()) GTEST_SKIP() << "cannot mount tmpfs here: " << strerror(tiny.error());
+  ChunkCacheOptions o;
+  o.dir = root + "/cache";
+  o.capacity_bytes = 64 << 20;  // far more than the 1 MiB file system holds
+  o.memory_bytes = 0;
+  o.use_io_uring = GetParam() == Engine::kIoUring;
+  auto cache = std::move(ChunkCache::Open(o)).value();
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < 40; ++i) {
+    chunks.push_back(MakeChunk(i, 64 << 10));
+    ASSERT_TRUE(PutSync(*cache, chunks.back()).ok()) << i;
+  }
+  ChunkCacheStats s = cache->Stats();
+  EXPECT_GT(s.evictions, 0u);
+  EXPECT_EQ(FilesUnder(o.dir).size(), s.disk_chunks);
+  std::vector<ChunkId> present;
+  for (auto& c : chunks) {
+    if (!cache->Contains(c.id)) continue;
+    present.push_back(c.id);
+    EXPECT_EQ(GetSync(*cache, c.id)->view(), c.raw.view());
+  }
+  // With everything pinned there is nothing to evict: kNoSpace, no crash.
+  for (auto& id : present) cache->Pin(id);
+  Status s2 = Status::Ok();
+  for (int i = 0; i < 20 && s2.ok(); ++i) {
+    Chunk c = MakeChunk(1000 + i, 64 << 10);
+    s2 = PutSync(*cache, c);
+    if (s2.ok()) {
+      cache->Pin(c.id);
+      present.push_back(c.id);
+    }
+  }
+  EXPECT_EQ(s2.code(), StatusCode::kNoSpace);
+  EXPECT_EQ(FilesUnder(o.dir).size(), cache->Stats().disk_chunks);
+  for (auto& id : present) EXPECT_TRUE(cache->Contains(id));
+  for (auto& id : present) cache->Unpin(id);
+  cache.reset();
+
+  // Capacity 0 on the same file system: stays under 90% and never hits ENOSPC.
+  fs::remove_all(o.dir);
+  o.capacity_bytes = 0;
+  cache = std::move(ChunkCache::Open(o)).value();
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(PutSync(*cache, MakeChunk(i, 32 << 10)).ok());
+  s = cache->Stats();
+  EXPECT_LE(s.capacity_bytes, (1u << 20) * 9 / 10);
+  EXPECT_LE(s.disk_bytes, s.capacity_bytes);
+  EXPECT_GT(s.disk_chunks, 10u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, TinyFileSystemTest,
+                         testing::Values(Engine::kIoUring, Engine::kThreadPool), EngineName);
+
+}  // namespace
+}  // namespace geofs::cache

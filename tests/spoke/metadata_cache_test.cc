@@ -1,0 +1,165 @@
+// MetadataCache: lease expiry on a manual clock, invalidation races,
+// renewal, immutable fallback, bounds.
+#include "spoke/metadata_cache.h"
+
+#include <gtest/gtest.h>
+
+namespace geofs::spoke {
+namespace {
+
+using std::chrono::seconds;
+
+vfs::Attr FileAttr(uint64_t ino, uint64_t size) {
+  vfs::Attr a;
+  a.fileid = ino;
+  a.size = size;
+  return a;
+}
+
+class MetadataCacheTest : public ::testing::Test {
+ protected:
+  SteadyTime In(seconds s) const { return clock_.Now() + s; }
+
+  ManualClock clock_;
+  MetadataCache cache_{&clock_};
+  const FileKey file_{10, 1};
+  const FileKey dir_{2, 7};
+};
+
+TEST_F(MetadataCacheTest, EntriesServeUntilTheLeaseEnds) {
+  cache_.PutAttr(file_, FileAttr(10, 5), In(seconds(10)), cache_.Epoch());
+  ASSERT_TRUE(cache_.GetAttr(10, false));
+  EXPECT_EQ(cache_.GetAttr(10, false)->size, 5u);
+  clock_.Advance(seconds(9));
+  EXPECT_TRUE(cache_.GetAttr(10, false));
+  clock_.Advance(seconds(1));
+  EXPECT_FALSE(cache_.GetAttr(10, false));
+  // An immutable portal cut off from its hub may still use it.
+  ASSERT_TRUE(cache_.GetAttr(10, true));
+  EXPECT_EQ(cache_.GetAttr(10, true)->size, 5u);
+}
+
+TEST_F(MetadataCacheTest, UnleasedRepliesAreStoredExpired) {
+  // Without a session the expiry is the time the request was sent.
+  cache_.PutAttr(file_, FileAttr(10, 5), clock_.Now(), cache_.Epoch());
+  EXPECT_FALSE(cache_.GetAttr(10, false));
+  EXPECT_TRUE(cache_.GetAttr(10, true));
+  EXPECT_TRUE(cache_.Held().empty());
+}
+
+TEST_F(MetadataCacheTest, InvalidationDropsEverythingOfTheInode) {
+  uint64_t epoch = cache_.Epoch();
+  cache_.PutAttr(dir_, FileAttr(2, 0), In(seconds(10)), epoch);
+  cache_.PutLookup(dir_, "a", file_, In(seconds(10)), epoch);
+  cache_.PutLink(dir_, "target", In(seconds(10)), epoch);
+  CachedDirPage page{{{"a", 10, 1, file_}}, true, 42};
+  cache_.PutDirPage(dir_, 0, 100, page, In(seconds(10)), epoch);
+  ASSERT_TRUE(cache_.Lookup(2, "a", false));
+  ASSERT_TRUE(cache_.ReadDir(2, 0, 100, false));
+
+  cache_.Invalidate(2);
+  EXPECT_FALSE(cache_.GetAttr(2, false));
+  EXPECT_FALSE(cache_.GetAttr(2, true));
+  EXPECT_FALSE(cache_.Lookup(2, "a", true));
+  EXPECT_FALSE(cache_.ReadDir(2, 0, 100, true));
+  EXPECT_FALSE(cache_.ReadLink(2, true));
+}
+
+TEST_F(MetadataCacheTest, ReplyStartedBeforeAnInvalidationIsNotCached) {
+  uint64_t before = cache_.Epoch();
+  cache_.Invalidate(10);  // the hub changed the file while our fetch was in flight
+  cache_.PutAttr(file_, FileAttr(10, 1), In(seconds(10)), before);
+  EXPECT_FALSE(cache_.GetAttr(10, false));
+
+  uint64_t after = cache_.Epoch();
+  cache_.PutAttr(file_, FileAttr(10, 2), In(seconds(10)), after);
+  ASSERT_TRUE(cache_.GetAttr(10, false));
+  EXPECT_EQ(cache_.GetAttr(10, false)->size, 2u);
+}
+
+TEST_F(MetadataCacheTest, InvalidationOfAnotherInodeDoesNotBlockPuts) {
+  uint64_t before = cache_.Epoch();
+  cache_.Invalidate(99);
+  cache_.PutAttr(file_, FileAttr(10, 1), In(seconds(10)), before);
+  EXPECT_TRUE(cache_.GetAttr(10, false));
+}
+
+TEST_F(MetadataCacheTest, ClearRejectsRepliesInFlight) {
+  uint64_t before = cache_.Epoch();
+  cache_.PutAttr(file_, FileAttr(10, 1), In(seconds(10)), before);
+  cache_.Clear();
+  EXPECT_FALSE(cache_.GetAttr(10, true));
+  cache_.PutAttr(FileKey{11, 1}, FileAttr(11, 1), In(seconds(10)), before);
+  EXPECT_FALSE(cache_.GetAttr(11, true));
+}
+
+TEST_F(MetadataCacheTest, RenewalExtendsAndNeverShortens) {
+  cache_.PutAttr(file_, FileAttr(10, 1), In(seconds(3)), cache_.Epoch());
+  cache_.PutAttr(FileKey{11, 1}, FileAttr(11, 1), In(seconds(30)), cache_.Epoch());
+  auto held = cache_.Held();
+  std::sort(held.begin(), held.end());
+  EXPECT_EQ(held, (std::vector<uint64_t>{10, 11}));
+
+  cache_.Renew({10, 11}, In(seconds(6)));
+  clock_.Advance(seconds(5));
+  EXPECT_TRUE(cache_.GetAttr(10, false));
+  EXPECT_TRUE(cache_.GetAttr(11, false));
+  clock_.Advance(seconds(1));
+  EXPECT_FALSE(cache_.GetAttr(10, false));
+  EXPECT_TRUE(cache_.GetAttr(11, false));
+  EXPECT_EQ(cache_.Held(), (std::vector<uint64_t>{11}));
+}
+
+TEST_F(MetadataCacheTest, ChunkMapCarriesItsAttributes) {
+  auto map = std::make_shared<ChunkMap>();
+  map->version = 3;
+  map->attr = FileAttr(10, 1234);
+  map->extents.push_back(MapExtent{0, 1234, chunk::ChunkId::Of({}), 0, 1234});
+  cache_.PutChunkMap(file_, map, In(seconds(10)), cache_.Epoch());
+  auto got = cache_.GetChunkMap(10, false);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->version, 3u);
+  EXPECT_EQ(cache_.GetAttr(10, false)->size, 1234u);
+}
+
+TEST_F(MetadataCacheTest, NewerListingReplacesPagesOfAnOlderVerifier) {
+  uint64_t epoch = cache_.Epoch();
+  cache_.PutDirPage(dir_, 0, 2, CachedDirPage{{{"a", 10, 1, file_}}, false, 1}, In(seconds(10)),
+                    epoch);
+  cache_.PutDirPage(dir_, 1, 2, CachedDirPage{{{"b", 11, 2, {11, 1}}}, true, 1}, In(seconds(10)),
+                    epoch);
+  cache_.PutDirPage(dir_, 0, 2, CachedDirPage{{{"c", 12, 5, {12, 1}}}, true, 2}, In(seconds(10)),
+                    epoch);
+  EXPECT_FALSE(cache_.ReadDir(2, 1, 2, false));
+  auto first = cache_.ReadDir(2, 0, 2, false);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->entries.at(0).name, "c");
+  // Listed names answer lookups too.
+  EXPECT_EQ(cache_.Lookup(2, "c", false)->ino, 12u);
+}
+
+TEST_F(MetadataCacheTest, StaysWithinItsBoundPreferringLiveLeases) {
+  MetadataCache small(&clock_, 16);
+  for (uint64_t ino = 1; ino <= 8; ++ino) {
+    small.PutAttr({ino, 1}, FileAttr(ino, 0), In(seconds(100)), small.Epoch());
+  }
+  for (uint64_t ino = 100; ino < 200; ++ino) {
+    small.PutAttr({ino, 1}, FileAttr(ino, 0), clock_.Now(), small.Epoch());
+  }
+  EXPECT_LE(small.size(), 16u);
+  for (uint64_t ino = 1; ino <= 8; ++ino) EXPECT_TRUE(small.GetAttr(ino, false)) << ino;
+}
+
+TEST_F(MetadataCacheTest, ReplyForAnEvictedInvalidatedInodeIsNotCached) {
+  MetadataCache small(&clock_, 4);
+  uint64_t before = small.Epoch();
+  small.Invalidate(10);
+  for (uint64_t ino = 100; ino < 110; ++ino) {
+    small.PutAttr({ino, 1}, FileAttr(ino, 0), clock_.Now(), small.Epoch());
+  }
+  small.PutAttr(file_, FileAttr(10, 1), In(seconds(10)), before);
+  EXPECT_FALSE(small.GetAttr(10, true));
+}
+
+}  // namespace
+}  // namespace geofs::spoke

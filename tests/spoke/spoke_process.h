@@ -1,0 +1,52 @@
+// Runs geofs-spoked in hub mode as a child process, for tests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "geofs/status.h"
+#include "hub_process.h"
+
+namespace geofs::spoke::testing {
+
+struct SpokeProcessOptions {
+  std::string hub_address;
+  std::string portal = "/datasets";
+  std::vector<std::string> extra_args;  // e.g. {"--immutable"}
+};
+
+// One geofs-spoked --hub over a private cache directory that survives
+// restarts (ports are picked anew by each start).
+class SpokeProcess {
+ public:
+  static Result<std::unique_ptr<SpokeProcess>> Create(SpokeProcessOptions options);
+
+  // Starts it and waits for its "listening" and "metrics" lines.
+  Status Start();
+  // SIGTERM; OK if it exits with status 0.
+  Status Stop();
+  void Kill();
+
+  const std::string& cache_dir() const { return cache_dir_; }
+  // libnfs URL of the portal's export (no auto-reconnect).
+  std::string NfsUrl(uint32_t uid = 0, uint32_t gid = 0) const;
+  std::string Log() const;
+  // The Prometheus counters, by name (labels dropped).
+  Result<std::map<std::string, double>> Metrics() const;
+
+ private:
+  explicit SpokeProcess(SpokeProcessOptions options) : options_(std::move(options)) {}
+
+  SpokeProcessOptions options_;
+  hub::testing::TempDir base_;
+  std::string cache_dir_;
+  std::unique_ptr<hub::testing::Child> child_;
+  std::string log_;  // logs of earlier runs
+  uint16_t nfs_port_ = 0, mount_port_ = 0, metrics_port_ = 0;
+};
+
+}  // namespace geofs::spoke::testing
