@@ -167,6 +167,10 @@ class SpokeBackend : public vfs::Backend {
   // entries.
   void CreateAtHub(const FileKey& dir, const v1::CreateRequest& req,
                    vfs::Callback<vfs::CreateReply> cb);
+  // REMOVE (directory=false) or RMDIR; drops the directory's and the
+  // victim's entries either way.
+  void RemoveAtHub(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
+                   bool directory, vfs::Callback<vfs::Wcc> cb);
   // Commits journalled writes preceding a truncation of the file `name`
   // in `dir` (CREATE over an existing file). REQUIRES: not on a gRPC thread.
   Status FlushBeforeTruncate(const vfs::Credentials& cred, const FileKey& dir,

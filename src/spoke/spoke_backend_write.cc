@@ -163,6 +163,17 @@ void SpokeBackend::Mknod(const vfs::Credentials& cred, const vfs::Handle& dir,
 
 void SpokeBackend::Remove(const vfs::Credentials& cred, const vfs::Handle& dir,
                           std::string_view name, vfs::Callback<vfs::Wcc> cb) {
+  RemoveAtHub(cred, dir, name, /*directory=*/false, std::move(cb));
+}
+
+void SpokeBackend::Rmdir(const vfs::Credentials& cred, const vfs::Handle& dir,
+                         std::string_view name, vfs::Callback<vfs::Wcc> cb) {
+  RemoveAtHub(cred, dir, name, /*directory=*/true, std::move(cb));
+}
+
+void SpokeBackend::RemoveAtHub(const vfs::Credentials& cred, const vfs::Handle& dir,
+                               std::string_view name, bool directory,
+                               vfs::Callback<vfs::Wcc> cb) {
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
@@ -170,32 +181,12 @@ void SpokeBackend::Remove(const vfs::Credentials& cred, const vfs::Handle& dir,
   auto req = WithCred<v1::RemoveRequest>(cred);
   *req.mutable_dir() = ToProto(*dkey);
   req.set_name(std::string(name));
-  req.set_directory(false);
+  req.set_directory(directory);
   link_->Call(
       &Hub::Stub::async::Remove, std::move(req),
       [this, dkey = *dkey, victim, cb = std::move(cb)](Result<v1::RemoveResponse> r, Grant) {
         meta_->Invalidate(dkey.ino);
         // The victim's link count changed (or it is gone).
-        if (victim) meta_->Invalidate(victim->ino);
-        if (!r.ok()) return cb(r.status());
-        cb(FromProto(r->dir_wcc()));
-      });
-}
-
-void SpokeBackend::Rmdir(const vfs::Credentials& cred, const vfs::Handle& dir,
-                         std::string_view name, vfs::Callback<vfs::Wcc> cb) {
-  auto dkey = KeyOr(dir, cb);
-  if (!dkey) return;
-  if (Status s = CheckWritable(); !s.ok()) return cb(s);
-  auto victim = meta_->Lookup(dkey->ino, name, true);
-  auto req = WithCred<v1::RemoveRequest>(cred);
-  *req.mutable_dir() = ToProto(*dkey);
-  req.set_name(std::string(name));
-  req.set_directory(true);
-  link_->Call(
-      &Hub::Stub::async::Remove, std::move(req),
-      [this, dkey = *dkey, victim, cb = std::move(cb)](Result<v1::RemoveResponse> r, Grant) {
-        meta_->Invalidate(dkey.ino);
         if (victim) meta_->Invalidate(victim->ino);
         if (!r.ok()) return cb(r.status());
         cb(FromProto(r->dir_wcc()));
