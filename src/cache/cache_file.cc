@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "cache/crc32c.h"
+#include "common/crc32c.h"
 
 namespace geofs::cache {
 namespace {

@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "hub/chunk_upload.h"
 #include "hub/grpc_status.h"
 
 namespace geofs::cli {
@@ -38,16 +39,7 @@ Result<v1::PutChunksResponse> HubClient::PutChunks(
   grpc::ClientContext ctx;
   SetDeadline(&ctx, kCallTimeout);
   v1::PutChunksResponse resp;
-  std::unique_ptr<grpc::ClientWriter<v1::PutChunkRequest>> writer = stub_->PutChunks(&ctx, &resp);
-  v1::PutChunkRequest req;
-  for (const auto& [id, stored] : chunks) {
-    req.set_chunk_id(id);
-    req.set_data(stored.data(), stored.size());
-    // A failed write means the call ended; Finish says why.
-    if (!writer->Write(req)) break;
-  }
-  writer->WritesDone();
-  GEOFS_RETURN_IF_ERROR(Translate(writer->Finish(), ctx));
+  GEOFS_RETURN_IF_ERROR(hub::UploadChunks(stub_.get(), &ctx, chunks, &resp));
   return resp;
 }
 

@@ -119,20 +119,17 @@ Result<vfs::CreateReply> ChangeGate::Mknod(uint64_t origin, const vfs::Credentia
 
 Result<vfs::Wcc> ChangeGate::Remove(uint64_t origin, const vfs::Credentials& cred,
                                     const vfs::Handle& dir, std::string_view name) {
-  Inos dir_ino;
-  AddIno(dir, &dir_ino);
-  return Gated<vfs::Wcc>(
-      origin,
-      [&] {
-        Inos inos = dir_ino;
-        AddChild(cred, dir, name, &inos);
-        return inos;
-      },
-      [&] { return ns_->Remove(cred, dir, name); }, [&](const vfs::Wcc&) { return dir_ino; });
+  return RemoveLike(origin, cred, dir, name, [&] { return ns_->Remove(cred, dir, name); });
 }
 
 Result<vfs::Wcc> ChangeGate::Rmdir(uint64_t origin, const vfs::Credentials& cred,
                                    const vfs::Handle& dir, std::string_view name) {
+  return RemoveLike(origin, cred, dir, name, [&] { return ns_->Rmdir(cred, dir, name); });
+}
+
+Result<vfs::Wcc> ChangeGate::RemoveLike(uint64_t origin, const vfs::Credentials& cred,
+                                        const vfs::Handle& dir, std::string_view name,
+                                        const std::function<Result<vfs::Wcc>()>& op) {
   Inos dir_ino;
   AddIno(dir, &dir_ino);
   return Gated<vfs::Wcc>(
@@ -142,7 +139,7 @@ Result<vfs::Wcc> ChangeGate::Rmdir(uint64_t origin, const vfs::Credentials& cred
         AddChild(cred, dir, name, &inos);
         return inos;
       },
-      [&] { return ns_->Rmdir(cred, dir, name); }, [&](const vfs::Wcc&) { return dir_ino; });
+      op, [&](const vfs::Wcc&) { return dir_ino; });
 }
 
 Result<vfs::RenameReply> ChangeGate::Rename(uint64_t origin, const vfs::Credentials& cred,

@@ -83,6 +83,10 @@ class ChangeGate {
   Result<vfs::CreateReply> CreateLike(uint64_t origin, const vfs::Handle& dir,
                                       const std::function<Inos()>& affected,
                                       const std::function<Result<vfs::CreateReply>()>& op);
+  // REMOVE or RMDIR (`op`) of `name` in `dir`: changes the directory and the
+  // removed inode; leases the directory to `origin`.
+  Result<vfs::Wcc> RemoveLike(uint64_t origin, const vfs::Credentials& cred, const vfs::Handle& dir,
+                              std::string_view name, const std::function<Result<vfs::Wcc>()>& op);
 
   meta::Namespace* const ns_;
   LeaseManager* const leases_;

@@ -203,24 +203,6 @@ void HubLink::ReadChunks(std::vector<std::string> ids,
   new ChunkReader(this, std::move(ids), std::move(done));
 }
 
-Result<v1::PutChunksResponse> HubLink::PutChunks(
-    const std::vector<std::pair<std::string, Buffer>>& chunks) {
-  grpc::ClientContext ctx;
-  Grant unused;
-  Prepare(&ctx, &unused);
-  v1::PutChunksResponse resp;
-  auto writer = stub_->PutChunks(&ctx, &resp);
-  v1::PutChunkRequest req;
-  for (const auto& [id, stored] : chunks) {
-    req.set_chunk_id(id);
-    req.set_data(stored.data(), stored.size());
-    if (!writer->Write(req)) break;  // the call ended; Finish says why
-  }
-  writer->WritesDone();
-  GEOFS_RETURN_IF_ERROR(Finish(writer->Finish(), ctx));
-  return resp;
-}
-
 bool HubLink::Send(const v1::SpokeMessage& msg) {
   std::shared_ptr<Stream> stream;
   {

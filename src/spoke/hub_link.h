@@ -130,10 +130,6 @@ class HubLink {
   // `done` gets them in the order the hub sent them.
   void ReadChunks(std::vector<std::string> ids,
                   std::function<void(Result<std::vector<v1::ChunkData>>)> done);
-  // Uploads chunks in stored form (id, stored bytes) in one stream.
-  // REQUIRES: not on a gRPC thread.
-  Result<v1::PutChunksResponse> PutChunks(
-      const std::vector<std::pair<std::string, Buffer>>& chunks);
 
   // The write lease on a file, when a session is open: true once granted
   // (after waiting for another holder), false without a session (writes

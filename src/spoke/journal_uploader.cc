@@ -14,6 +14,7 @@
 
 #include "chunk/chunk_id.h"
 #include "common/logging.h"
+#include "hub/chunk_upload.h"
 #include "hub/grpc_status.h"
 #include "hub/parallel.h"
 
@@ -408,17 +409,7 @@ Status JournalUploader::Impl::PutChunks(const std::vector<std::pair<std::string,
                                         v1::PutChunksResponse* resp) const {
   grpc::ClientContext ctx;
   Decorate(&ctx);
-  resp->Clear();
-  std::unique_ptr<grpc::ClientWriterInterface<v1::PutChunkRequest>> writer =
-      hub_->PutChunks(&ctx, resp);
-  v1::PutChunkRequest req;
-  for (const auto& [id, stored] : uploads) {
-    req.set_chunk_id(id);
-    req.set_data(stored.data(), stored.size());
-    if (!writer->Write(req)) break;  // the call ended; Finish says why
-  }
-  writer->WritesDone();
-  return hub::FromGrpcStatus(writer->Finish(), &ctx);
+  return hub::UploadChunks(hub_, &ctx, uploads, resp);
 }
 
 Status JournalUploader::Impl::FetchVersion(const FileKey& file, FileVersion* fv) {

@@ -95,18 +95,10 @@ Status SpokeBackend::CheckWritable() const {
   return Status::Ok();
 }
 
-vfs::Attr SpokeBackend::Patched(vfs::Attr attr) const {
+vfs::Attr SpokeBackend::Patched(const FileKey& key, vfs::Attr attr) const {
   if (!journal_ || attr.type != vfs::FileType::kRegular) return attr;
-  // fileid is the hub's inode number; the generation does not matter here
-  // because inode numbers are never reused.
-  for (const FilePending& p : journal_->PendingFiles()) {
-    if (p.file.ino == attr.fileid) attr.size = std::max(attr.size, p.end);
-  }
+  if (auto pending = journal_->Pending(key)) attr.size = std::max(attr.size, pending->end);
   return attr;
-}
-
-void SpokeBackend::Changed(const FileKey& key, const std::optional<vfs::Attr>&) {
-  meta_->Invalidate(key.ino);
 }
 
 vfs::Capabilities SpokeBackend::GetCapabilities() const { return vfs::Capabilities{}; }
@@ -117,7 +109,7 @@ void SpokeBackend::FetchAttr(const vfs::Credentials& cred, const FileKey& key,
                              vfs::Callback<vfs::Attr> cb) {
   if (auto cached = meta_->GetAttr(key.ino, AllowExpired())) {
     ++metadata_hits_;
-    return cb(Patched(*cached));
+    return cb(Patched(key, *cached));
   }
   ++metadata_misses_;
   uint64_t epoch = meta_->Epoch();
@@ -127,13 +119,13 @@ void SpokeBackend::FetchAttr(const vfs::Credentials& cred, const FileKey& key,
               [this, key, epoch, cb = std::move(cb)](Result<v1::GetAttrResponse> r, Grant g) {
                 if (!r.ok()) {
                   auto stale = AllowExpired() ? meta_->GetAttr(key.ino, true) : std::nullopt;
-                  if (stale) return cb(Patched(*stale));
+                  if (stale) return cb(Patched(key, *stale));
                   return cb(r.status());
                 }
                 auto attr = FromProto(r->attr());
                 if (!attr.ok()) return cb(attr.status());
                 meta_->PutAttr(key, *attr, ExpiryOf(g), epoch);
-                cb(Patched(*attr));
+                cb(Patched(key, *attr));
               });
 }
 
@@ -154,7 +146,8 @@ void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
     if (auto child_attr = meta_->GetAttr(child->ino, allow)) {
       ++metadata_hits_;
       if (Status s = vfs::CheckSearch(*dir_attr, cred); !s.ok()) return cb(s);
-      return cb(vfs::LookupReply{vfs::Entry{MakeHandle(*child), Patched(*child_attr)}, dir_attr});
+      return cb(
+          vfs::LookupReply{vfs::Entry{MakeHandle(*child), Patched(*child, *child_attr)}, dir_attr});
     }
   }
   ++metadata_misses_;
@@ -177,7 +170,7 @@ void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
                   meta_->PutAttr(dkey, **dir_attr, expiry, epoch);
                   meta_->PutLookup(dkey, name, child, expiry, epoch);
                 }
-                entry->attr = Patched(entry->attr);
+                entry->attr = Patched(child, entry->attr);
                 cb(vfs::LookupReply{std::move(*entry), *dir_attr});
               });
 }
@@ -267,7 +260,7 @@ void SpokeBackend::ReadDir(const vfs::Credentials& cred, const vfs::Handle& dir,
           complete = false;
           break;
         }
-        de.entry = vfs::Entry{MakeHandle(e.child), Patched(*attr)};
+        de.entry = vfs::Entry{MakeHandle(e.child), Patched(e.child, *attr)};
       }
       out.entries.push_back(std::move(de));
     }
@@ -303,7 +296,7 @@ void SpokeBackend::ReadDir(const vfs::Credentials& cred, const vfs::Handle& dir,
             FileKey child = FromProto(e.entry().ref());
             meta_->PutAttr(child, entry->attr, expiry, epoch);
             cached.entries.push_back(CachedDirEntry{e.name(), e.fileid(), e.cookie(), child});
-            entry->attr = Patched(entry->attr);
+            entry->attr = Patched(child, entry->attr);
             de.entry = std::move(*entry);
           } else {
             cacheable = false;

@@ -154,10 +154,9 @@ class SpokeBackend : public vfs::Backend {
   // The file's whole chunk map (cached, else from the hub).
   void FetchChunkMap(const vfs::Credentials& cred, const FileKey& key,
                      std::function<void(Result<std::shared_ptr<const ChunkMap>>)> cb);
-  // After a change made through us: drop what it changed, cache what it told.
-  void Changed(const FileKey& key, const std::optional<vfs::Attr>& after);
-  // `attr` with the pending journal writes of its file applied.
-  vfs::Attr Patched(vfs::Attr attr) const;
+  // `attr` of file `key` with its pending journal writes applied (a hash
+  // lookup: this runs for every attribute the spoke answers with).
+  vfs::Attr Patched(const FileKey& key, vfs::Attr attr) const;
   // Readahead after a read of [offset, end) of `map`'s file.
   void MaybeReadAhead(const FileKey& key, const ChunkMap& map, uint64_t offset, uint64_t end);
 

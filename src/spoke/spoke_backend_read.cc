@@ -159,7 +159,7 @@ void SpokeBackend::Read(const vfs::Credentials& cred, const vfs::Handle& h, uint
                 [this, key = *key, offset, count,
                  cb = std::move(cb)](Result<std::shared_ptr<const ChunkMap>> map) {
                   if (!map.ok()) return cb(map.status());
-                  vfs::Attr attr = Patched((*map)->attr);
+                  vfs::Attr attr = Patched(key, (*map)->attr);
                   const uint64_t end = offset >= attr.size
                                            ? offset
                                            : offset + std::min<uint64_t>(count, attr.size - offset);

@@ -37,6 +37,18 @@ Result<vfs::CreateReply> CreateReplyFrom(const v1::CreateResponse& r) {
   return out;
 }
 
+// The CREATE-like request making `name` of `type` in `dir`.
+v1::CreateRequest CreateRequestFor(const vfs::Credentials& cred, const FileKey& dir,
+                                   std::string_view name, v1::FileType type,
+                                   const vfs::SetAttrs& attrs) {
+  auto req = WithCred<v1::CreateRequest>(cred);
+  *req.mutable_dir() = ToProto(dir);
+  req.set_name(std::string(name));
+  req.set_type(type);
+  ToProto(attrs, req.mutable_attrs());
+  return req;
+}
+
 }  // namespace
 
 Result<vfs::Attr> SpokeBackend::AttrSync(const vfs::Credentials& cred, const FileKey& key) {
@@ -82,7 +94,7 @@ void SpokeBackend::CreateAtHub(const FileKey& dir, const v1::CreateRequest& req,
 
 Status SpokeBackend::FlushBeforeTruncate(const vfs::Credentials& cred, const FileKey& dir,
                                          std::string_view name) {
-  if (!uploader_ || journal_->PendingFiles().empty()) return Status::Ok();
+  if (!uploader_ || journal_->Stats().pending_files == 0) return Status::Ok();
   auto req = WithCred<v1::LookupRequest>(cred);
   *req.mutable_dir() = ToProto(dir);
   req.set_name(std::string(name));
@@ -104,12 +116,8 @@ void SpokeBackend::Create(const vfs::Credentials& cred, const vfs::Handle& dir,
   if (create.mode != vfs::CreateMode::kExclusive && create.attrs.size) {
     if (Status s = FlushBeforeTruncate(cred, *dkey, name); !s.ok()) return cb(s);
   }
-  auto req = WithCred<v1::CreateRequest>(cred);
-  *req.mutable_dir() = ToProto(*dkey);
-  req.set_name(std::string(name));
-  req.set_type(v1::REGULAR);
+  auto req = CreateRequestFor(cred, *dkey, name, v1::REGULAR, create.attrs);
   req.set_mode(static_cast<v1::CreateMode>(create.mode));
-  ToProto(create.attrs, req.mutable_attrs());
   if (create.mode == vfs::CreateMode::kExclusive) {
     req.set_verifier(create.verifier.data(), create.verifier.size());
   }
@@ -122,12 +130,7 @@ void SpokeBackend::Mkdir(const vfs::Credentials& cred, const vfs::Handle& dir,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
-  auto req = WithCred<v1::CreateRequest>(cred);
-  *req.mutable_dir() = ToProto(*dkey);
-  req.set_name(std::string(name));
-  req.set_type(v1::DIRECTORY);
-  ToProto(attrs, req.mutable_attrs());
-  CreateAtHub(*dkey, req, std::move(cb));
+  CreateAtHub(*dkey, CreateRequestFor(cred, *dkey, name, v1::DIRECTORY, attrs), std::move(cb));
 }
 
 void SpokeBackend::Symlink(const vfs::Credentials& cred, const vfs::Handle& dir,
@@ -136,12 +139,8 @@ void SpokeBackend::Symlink(const vfs::Credentials& cred, const vfs::Handle& dir,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
-  auto req = WithCred<v1::CreateRequest>(cred);
-  *req.mutable_dir() = ToProto(*dkey);
-  req.set_name(std::string(name));
-  req.set_type(v1::SYMLINK);
+  auto req = CreateRequestFor(cred, *dkey, name, v1::SYMLINK, attrs);
   req.set_symlink_target(std::string(target));
-  ToProto(attrs, req.mutable_attrs());
   CreateAtHub(*dkey, req, std::move(cb));
 }
 
@@ -151,13 +150,9 @@ void SpokeBackend::Mknod(const vfs::Credentials& cred, const vfs::Handle& dir,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
-  auto req = WithCred<v1::CreateRequest>(cred);
-  *req.mutable_dir() = ToProto(*dkey);
-  req.set_name(std::string(name));
-  req.set_type(hub::ToProto(mknod.type));
+  auto req = CreateRequestFor(cred, *dkey, name, hub::ToProto(mknod.type), mknod.attrs);
   req.set_rdev_major(mknod.rdev_major);
   req.set_rdev_minor(mknod.rdev_minor);
-  ToProto(mknod.attrs, req.mutable_attrs());
   CreateAtHub(*dkey, req, std::move(cb));
 }
 
@@ -172,8 +167,7 @@ void SpokeBackend::Rmdir(const vfs::Credentials& cred, const vfs::Handle& dir,
 }
 
 void SpokeBackend::RemoveAtHub(const vfs::Credentials& cred, const vfs::Handle& dir,
-                               std::string_view name, bool directory,
-                               vfs::Callback<vfs::Wcc> cb) {
+                               std::string_view name, bool directory, vfs::Callback<vfs::Wcc> cb) {
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
@@ -244,7 +238,7 @@ void SpokeBackend::Link(const vfs::Credentials& cred, const vfs::Handle& file,
         auto dir_wcc = FromProto(r->dir_wcc());
         if (!file_attr.ok()) return cb(file_attr.status());
         if (!dir_wcc.ok()) return cb(dir_wcc.status());
-        if (*file_attr) *file_attr = Patched(**file_attr);
+        if (*file_attr) *file_attr = Patched(fkey, **file_attr);
         cb(vfs::LinkReply{*file_attr, *dir_wcc});
       });
 }
@@ -274,7 +268,7 @@ void SpokeBackend::Write(const vfs::Credentials& cred, const vfs::Handle& h, uin
   vfs::Attr after = *attr;
   after.size = std::max(after.size, offset + data.size());
   after.mtime = after.ctime = options_.clock->WallNow();
-  reply.wcc.after = Patched(after);
+  reply.wcc.after = Patched(*key, after);
   cb(std::move(reply));
 }
 

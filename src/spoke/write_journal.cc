@@ -2,12 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <nmmintrin.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cerrno>
 #include <condition_variable>
@@ -19,6 +17,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "common/crc32c.h"
 #include "common/logging.h"
 
 namespace geofs::spoke {
@@ -58,38 +57,6 @@ T Get(const uint8_t* p) {
   return v;
 }
 
-// CRC32C (Castagnoli), with the SSE4.2 instruction when the CPU has it.
-class Crc32c {
- public:
-  static uint32_t Extend(uint32_t crc, const uint8_t* p, size_t n) {
-    static const bool hw = __builtin_cpu_supports("sse4.2");
-    return ~(hw ? Hardware(~crc, p, n) : Software(~crc, p, n));
-  }
-
- private:
-  __attribute__((target("sse4.2"))) static uint32_t Hardware(uint32_t c, const uint8_t* p,
-                                                             size_t n) {
-    uint64_t c64 = c;
-    for (; n >= 8; n -= 8, p += 8) c64 = _mm_crc32_u64(c64, Get<uint64_t>(p));
-    c = static_cast<uint32_t>(c64);
-    for (; n > 0; --n, ++p) c = _mm_crc32_u8(c, *p);
-    return c;
-  }
-  static uint32_t Software(uint32_t c, const uint8_t* p, size_t n) {
-    static const std::array<uint32_t, 256> table = [] {
-      std::array<uint32_t, 256> t{};
-      for (uint32_t i = 0; i < 256; ++i) {
-        uint32_t v = i;
-        for (int k = 0; k < 8; ++k) v = (v >> 1) ^ ((v & 1) ? 0x82f63b78u : 0);
-        t[i] = v;
-      }
-      return t;
-    }();
-    for (; n > 0; --n, ++p) c = table[(c ^ *p) & 0xff] ^ (c >> 8);
-    return c;
-  }
-};
-
 void EncodeHeader(const Record& r, std::span<const uint8_t> payload, uint8_t* h) {
   std::memset(h, 0, kHeaderSize);
   Put<uint32_t>(h, kMagic);
@@ -99,8 +66,7 @@ void EncodeHeader(const Record& r, std::span<const uint8_t> payload, uint8_t* h)
   Put<uint64_t>(h + 32, r.file.gen);
   Put<uint64_t>(h + 40, r.offset);
   Put<uint64_t>(h + 48, r.length);
-  uint32_t crc = Crc32c::Extend(0, h + 8, kHeaderSize - 8);
-  crc = Crc32c::Extend(crc, payload.data(), payload.size());
+  uint32_t crc = Crc32c(Crc32c(0, {h + 8, kHeaderSize - 8}), payload);
   Put<uint32_t>(h + 4, crc);
 }
 
@@ -330,13 +296,13 @@ Status LogJournal::Replay(const std::shared_ptr<Segment>& seg, uint64_t* max_seq
       torn = "short payload";
       break;
     }
-    uint32_t crc = Crc32c::Extend(0, h + 8, kHeaderSize - 8);
+    uint32_t crc = Crc32c(0, {h + 8, kHeaderSize - 8});
     constexpr size_t kBlock = 1 << 20;
     buf.resize(std::min<uint64_t>(payload, kBlock));
     for (uint64_t done = 0; done < payload;) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(payload - done, kBlock));
       GEOFS_RETURN_IF_ERROR(PreadFull(seg->fd, buf.data(), n, pos + kHeaderSize + done));
-      crc = Crc32c::Extend(crc, buf.data(), n);
+      crc = Crc32c(crc, {buf.data(), n});
       done += n;
     }
     if (crc != Get<uint32_t>(h + 4)) {

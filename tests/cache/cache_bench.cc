@@ -21,7 +21,7 @@
 
 #include "cache/cache_file.h"
 #include "cache/chunk_cache.h"
-#include "cache/crc32c.h"
+#include "common/crc32c.h"
 
 namespace {
 
@@ -122,11 +122,11 @@ int main(int argc, char** argv) {
   std::vector<uint8_t> data(kChunkSize, 7);
   auto t0 = Clock::now();
   uint32_t crc = 0;
-  for (int i = 0; i < 1000; ++i) crc = geofs::cache::Crc32c(crc, data);
+  for (int i = 0; i < 1000; ++i) crc = geofs::Crc32c(crc, data);
   double crc_gbs = 1000.0 * kChunkSize / Seconds(Clock::now() - t0) / 1e9;
 
   std::printf("chunks: %d x 1 MiB, queue depth %d, %.0f s per run, crc32c %s %.1f GB/s (%08x)\n",
-              chunks, depth, seconds, geofs::cache::Crc32cIsHardware() ? "sse4.2" : "portable",
+              chunks, depth, seconds, geofs::Crc32cIsHardware() ? "sse4.2" : "portable",
               crc_gbs, crc);
   std::printf("%-36s %8s\n", "path", "GB/s");
   ReadWithPread(dir, ids, 0.5);  // warm the page cache

@@ -1,4 +1,4 @@
-#include "cache/crc32c.h"
+#include "common/crc32c.h"
 
 #include <array>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <nmmintrin.h>
 #endif
 
-namespace geofs::cache {
+namespace geofs {
 namespace {
 
 constexpr uint32_t kPolyReflected = 0x82F63B78u;
@@ -84,4 +84,4 @@ uint32_t Crc32c(uint32_t crc, std::span<const uint8_t> data) {
 
 bool Crc32cIsHardware() { return kHasSse42; }
 
-}  // namespace geofs::cache
+}  // namespace geofs

@@ -1,4 +1,4 @@
-#include "cache/crc32c.h"
+#include "common/crc32c.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace geofs::cache {
+namespace geofs {
 namespace {
 
 std::span<const uint8_t> Bytes(std::string_view s) {
@@ -47,4 +47,4 @@ TEST(Crc32cTest, ChainingEqualsOneShot) {
 }
 
 }  // namespace
-}  // namespace geofs::cache
+}  // namespace geofs

@@ -1,4 +1,4 @@
-// CRC32C (Castagnoli), the checksum of cache files.
+// CRC32C (Castagnoli): the checksum of cache files and journal records.
 //
 // Uses the SSE4.2 crc32 instruction when the CPU has it (checked once at run
 // time) and a table-driven fallback otherwise; both give identical results.
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <span>
 
-namespace geofs::cache {
+namespace geofs {
 
 // The CRC32C of `data` continued from `crc` (the value returned for the bytes
 // before it; 0 for the first piece), so that
@@ -21,4 +21,4 @@ uint32_t Crc32cPortable(uint32_t crc, std::span<const uint8_t> data);
 // Whether Crc32c() uses the hardware instruction.
 bool Crc32cIsHardware();
 
-}  // namespace geofs::cache
+}  // namespace geofs
