@@ -11,10 +11,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -78,6 +80,21 @@ Status Errno(std::string_view context) { return Status::FromErrno(errno, context
 Status NamespaceErrno(std::string_view context) {
   if (errno == EEXIST || errno == ENOTEMPTY) return Status::NotEmpty(context);
   return Errno(context);
+}
+
+// open_by_handle_at, retried a few times (~1.5 ms in all) on ENOMEM. Besides
+// a real allocation failure, ENOMEM has been seen here (ext4, kernel 6.18)
+// for a file unlinked an instant before, a transient state while its inode
+// is evicted; once it settles, the handle gets its proper ESTALE.
+int OpenByHandle(int root_fd, struct file_handle* fh, int flags) {
+  constexpr int kAttempts = 4;
+  int fd = -1;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    fd = ::open_by_handle_at(root_fd, fh, flags);
+    if (fd >= 0 || errno != ENOMEM) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(100 << attempt));
+  }
+  return fd;
 }
 
 Status HandleOpenErrno() {
@@ -731,7 +748,7 @@ class LocalBackend::Fs {
     if (f->access() >= want) return f;
     GEOFS_ASSIGN_OR_RETURN(FileHandleBuffer fh, DecodeHandle(h));
     const int flags = (want == FdAccess::kRead ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOCTTY;
-    const int fd = ::open_by_handle_at(root_->fd(), &fh.header, flags);
+    const int fd = OpenByHandle(root_->fd(), &fh.header, flags);
     if (fd < 0) return HandleOpenErrno();
     f = std::make_shared<const OpenFd>(fd, want, FileType::kRegular);
     fds_.Insert(h, f);
@@ -740,7 +757,7 @@ class LocalBackend::Fs {
 
   Result<std::shared_ptr<const OpenFd>> Decode(const Handle& h) {
     GEOFS_ASSIGN_OR_RETURN(FileHandleBuffer fh, DecodeHandle(h));
-    UniqueFd fd(::open_by_handle_at(root_->fd(), &fh.header, O_PATH | O_CLOEXEC));
+    UniqueFd fd(OpenByHandle(root_->fd(), &fh.header, O_PATH | O_CLOEXEC));
     if (!fd.valid()) return HandleOpenErrno();
     GEOFS_ASSIGN_OR_RETURN(struct stat st, Fstat(fd.get()));
     if (st.st_nlink == 0 || st.st_dev != root_dev_) return Status::Stale();
