@@ -19,6 +19,10 @@
 #   --dataset-files N     files in the data set (default 20000)
 #   --listing-entries N   entries of the READDIRPLUS directory (default 5000)
 #   --ganesha-only | --geofs-only   run one side only
+#   --geofs-mode MODE     standalone: geofs-spoked --export-dir over the data directory (default);
+#                         spoke-over-hub: the data is imported into a geofs-hubd (geofsctl
+#                         import) and served by geofs-spoked --hub from its chunk cache, warmed
+#                         by reading everything once through the spoke before the runs
 #   --no-build            use the binaries already in the build directory
 set -euo pipefail
 
@@ -37,6 +41,7 @@ DATASET_FILES=20000
 LISTING_ENTRIES=5000
 RUN_GANESHA=1
 RUN_GEOFS=1
+GEOFS_MODE=standalone
 BUILD=1
 
 die() { echo "compare_ganesha: $*" >&2; exit 1; }
@@ -58,12 +63,14 @@ while [[ $# -gt 0 ]]; do
     --listing-entries) LISTING_ENTRIES=$2; shift ;;
     --ganesha-only) RUN_GEOFS=0 ;;
     --geofs-only) RUN_GANESHA=0 ;;
+    --geofs-mode) GEOFS_MODE=$2; shift ;;
     --no-build) BUILD=0 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
   shift
 done
+case $GEOFS_MODE in standalone|spoke-over-hub) ;; *) die "--geofs-mode: standalone or spoke-over-hub" ;; esac
 [[ -n "$OUT_DIR" ]] || OUT_DIR="$BUILD_DIR/bench-results/$(date +%Y%m%d-%H%M%S)"
 
 SUDO=""
@@ -83,14 +90,20 @@ fi
 # ---- (b) build ------------------------------------------------------------------
 LOAD="$BUILD_DIR/bench/geofs-nfs-load"
 SPOKED="$BUILD_DIR/src/spoke/geofs-spoked"
+HUBD="$BUILD_DIR/src/hub/geofs-hubd"
+CTL="$BUILD_DIR/src/cli/geofsctl"
 targets=(geofs-nfs-load)
 [[ $RUN_GEOFS -eq 1 ]] && targets+=(geofs-spoked)
+[[ $RUN_GEOFS -eq 1 && $GEOFS_MODE == spoke-over-hub ]] && targets+=(geofs-hubd geofsctl)
 if [[ $BUILD -eq 1 ]]; then
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${targets[@]}"
 fi
 [[ -x "$LOAD" ]] || die "$LOAD is missing (build it, or drop --no-build)"
 [[ $RUN_GEOFS -eq 0 || -x "$SPOKED" ]] || die "$SPOKED is missing (or use --ganesha-only)"
+if [[ $RUN_GEOFS -eq 1 && $GEOFS_MODE == spoke-over-hub ]]; then
+  [[ -x "$HUBD" && -x "$CTL" ]] || die "$HUBD or $CTL is missing (build them, or drop --no-build)"
+fi
 
 # ---- (c) data -------------------------------------------------------------------
 SPEC=(--file-size "$FILE_SIZE" --dataset-files "$DATASET_FILES" --listing-entries "$LISTING_ENTRIES")
@@ -106,6 +119,7 @@ RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/geofs-compare.XXXXXX")
 RPCBIND_PID=""
 GANESHA_PID=""
 GEOFS_PID=""
+HUB_PID=""
 
 stop_pid() {  # pid name: TERM, then KILL after 10 s
   local pid=$1 name=$2
@@ -117,6 +131,7 @@ stop_pid() {  # pid name: TERM, then KILL after 10 s
 }
 cleanup() {
   stop_pid "$GEOFS_PID" geofs-spoked
+  stop_pid "$HUB_PID" geofs-hubd
   stop_pid "$GANESHA_PID" ganesha.nfsd
   stop_pid "$RPCBIND_PID" rpcbind
   RPCBIND_PID=""
@@ -145,11 +160,15 @@ wait_for_port() {  # pid port seconds: true once 127.0.0.1:port accepts
   return 1
 }
 
-server_counters() {  # pid -> "CPU-ticks minor-faults", whole process (dead threads included)
-  local stat
-  stat=$(cat "/proc/$1/stat")
-  stat=${stat##*) }  # drop "pid (comm) ": comm may contain spaces
-  awk '{print $12 + $13, $8}' <<<"$stat"
+server_counters() {  # "pid..." -> "CPU-ticks minor-faults", summed over whole processes
+  local stat pid ticks=0 faults=0 t f
+  for pid in $1; do
+    stat=$(cat "/proc/$pid/stat")
+    stat=${stat##*) }  # drop "pid (comm) ": comm may contain spaces
+    read -r t f < <(awk '{print $12 + $13, $8}' <<<"$stat")
+    ticks=$((ticks + t)); faults=$((faults + f))
+  done
+  echo "$ticks $faults"
 }
 
 # ---- (d) rpcbind + NFS-Ganesha ----------------------------------------------------
@@ -206,7 +225,52 @@ EOF
 }
 
 # ---- (e) geofs-spoked -------------------------------------------------------------
+# spoke-over-hub: a geofs-hubd holding the data directory under /bench.
+start_hub() {
+  local port
+  mkdir -p "$RUN_DIR/hub"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$HUBD" --data-dir "$RUN_DIR/hub" --listen "127.0.0.1:$port" --log-level warn \
+    >"$OUT_DIR/hub.log" 2>&1 &
+  HUB_PID=$!
+  wait_for_port "$HUB_PID" "$port" 30 || { cat "$OUT_DIR/hub.log" >&2; die "geofs-hubd failed"; }
+  HUB_ADDR="127.0.0.1:$port"
+  echo "importing $DATA_DIR into the hub as /bench"
+  local t0=$SECONDS
+  "$CTL" --hub "$HUB_ADDR" import "$DATA_DIR" /bench >"$OUT_DIR/import.log" 2>&1 ||
+    { cat "$OUT_DIR/import.log" >&2; die "geofsctl import failed"; }
+  echo "geofs-hubd (pid $HUB_PID) on $HUB_ADDR; import took $((SECONDS - t0)) s"
+}
+
+# Reads every file the read workloads touch once through the spoke, so that
+# its chunk cache holds them before the first measured run.
+warm_spoke() {
+  local url=$1 blocks
+  blocks=$(( ($(stat -c %s "$DATA_DIR/seq.bin") + 1048575) / 1048576 ))
+  echo "warming the spoke's cache: seq.bin ($blocks MiB) and $DATASET_FILES data set files"
+  "$LOAD" --url "$url" --workload seq --connections 1 --qd 8 --ops "$blocks" "${SPEC[@]}" \
+    >"$OUT_DIR/warm-seq.txt" 2>&1 || { cat "$OUT_DIR/warm-seq.txt" >&2; die "warming seq failed"; }
+  "$LOAD" --url "$url" --workload dataset --connections 4 --qd 8 --ops "$DATASET_FILES" "${SPEC[@]}" \
+    >"$OUT_DIR/warm-dataset.txt" 2>&1 ||
+    { cat "$OUT_DIR/warm-dataset.txt" >&2; die "warming dataset failed"; }
+}
+
 start_geofs() {
+  if [[ $GEOFS_MODE == spoke-over-hub ]]; then
+    start_hub
+    mkdir -p "$RUN_DIR/spoke-cache"
+    "$SPOKED" --hub "$HUB_ADDR" --portal /bench --cache-dir "$RUN_DIR/spoke-cache" \
+      --listen 127.0.0.1 --nfs-port "$F_NFS" --mount-port "$F_MNT" --squash none \
+      --log-level warn >"$OUT_DIR/geofs.log" 2>&1 &
+    GEOFS_PID=$!
+    if ! wait_for_port "$GEOFS_PID" "$F_NFS" 60 || ! wait_for_port "$GEOFS_PID" "$F_MNT" 5; then
+      cat "$OUT_DIR/geofs.log" >&2 || true
+      die "geofs-spoked (over the hub) failed"
+    fi
+    echo "geofs-spoked (pid $GEOFS_PID) over the hub on nfs $F_NFS, mount $F_MNT"
+    warm_spoke "nfs://127.0.0.1/bench?version=3&nfsport=$F_NFS&mountport=$F_MNT&autoreconnect=0"
+    return
+  fi
   mkdir -p "$RUN_DIR/geofs-state"
   # Squash none mirrors Ganesha's No_Root_Squash; warn mirrors its WARN log level.
   "$SPOKED" --export-dir "$DATA_DIR" --listen 127.0.0.1 --nfs-port "$F_NFS" --mount-port "$F_MNT" \
@@ -231,8 +295,13 @@ fi
 if [[ $RUN_GEOFS -eq 1 ]]; then
   start_geofs
   SERVERS+=(geofs)
-  URL[geofs]="nfs://127.0.0.1/?version=3&nfsport=$F_NFS&mountport=$F_MNT&autoreconnect=0"
-  PID[geofs]=$GEOFS_PID
+  if [[ $GEOFS_MODE == spoke-over-hub ]]; then
+    URL[geofs]="nfs://127.0.0.1/bench?version=3&nfsport=$F_NFS&mountport=$F_MNT&autoreconnect=0"
+    PID[geofs]="$GEOFS_PID $HUB_PID"  # the hub serves metadata changes: count its CPU too
+  else
+    URL[geofs]="nfs://127.0.0.1/?version=3&nfsport=$F_NFS&mountport=$F_MNT&autoreconnect=0"
+    PID[geofs]=$GEOFS_PID
+  fi
 fi
 
 # ---- (f) runs ---------------------------------------------------------------------
@@ -328,7 +397,7 @@ median_json() {  # workload server -> path of the median round's JSON
   echo
   echo "command: bench/compare_ganesha.sh --connections $CONNECTIONS --qd $QD --duration $DURATION" \
     "--warmup $WARMUP --rounds $ROUNDS --file-size $FILE_SIZE --dataset-files $DATASET_FILES" \
-    "--listing-entries $LISTING_ENTRIES"
+    "--listing-entries $LISTING_ENTRIES --geofs-mode $GEOFS_MODE"
   echo "load average before/after: $LOAD_BEFORE / $(cut -d' ' -f1-3 /proc/loadavg)" \
     "(client and servers share the cores: anything else running skews the figures)"
   echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)," \

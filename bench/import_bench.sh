@@ -6,7 +6,8 @@
 #
 #   bench/import_bench.sh [--quick] [--no-build] [--build-dir DIR] [--work DIR]
 #                         [--random-mib N] [--text-mib N] [--dedup-mib N]
-#                         [--no-s3] [--ops-duration S] [--ops-threads N] [--out DIR]
+#                         [--no-s3] [--no-ops] [--ops-duration S] [--ops-threads N]
+#                         [--out DIR]
 #
 # Data sets (bench/import_data.py, deterministic, generated once under --work):
 #   random  incompressible samples
@@ -24,6 +25,7 @@ random_mib=200
 text_mib=150
 dedup_mib=100
 with_s3=1
+with_ops=1
 build=1
 ops_duration=5
 ops_threads=8
@@ -40,6 +42,7 @@ while (($#)); do
     --text-mib) text_mib=$2; shift ;;
     --dedup-mib) dedup_mib=$2; shift ;;
     --no-s3) with_s3=0 ;;
+    --no-ops) with_ops=0 ;;
     --ops-duration) ops_duration=$2; shift ;;
     --ops-threads) ops_threads=$2; shift ;;
     --out) out=$2; shift ;;
@@ -56,7 +59,9 @@ fi
 hubd=$build_dir/src/hub/geofs-hubd
 ctl=$build_dir/src/cli/geofsctl
 ops=$build_dir/bench/geofs-hub-ops
-for b in "$hubd" "$ctl" "$ops"; do [[ -x $b ]] || { echo "missing $b (build it)" >&2; exit 1; }; done
+needed=("$hubd" "$ctl")
+((with_ops)) && needed+=("$ops")
+for b in "${needed[@]}"; do [[ -x $b ]] || { echo "missing $b (build it)" >&2; exit 1; }; done
 aws=/usr/bin/aws  # Debian's awscli; another `aws` may come first on PATH
 if ((with_s3)) && [[ ! -x $aws ]]; then
   echo "no $aws: install Debian's awscli (scripts/install-deps.sh --bench) or pass --no-s3" >&2
@@ -233,12 +238,14 @@ echo >>"$table"
 echo "text + dedup combined: stored / logical = $(ratio "$sum_stored" "$sum_logical") (target <= 0.70)" >>"$table"
 
 # --- gRPC namespace ops ---
-echo "== namespace ops" >&2
-start_hub ops
-"$ops" --hub "$hub_addr" --threads "$ops_threads" --duration "$ops_duration" \
-  --json "$out/hub-ops.json" >"$out/hub-ops.md"
-stop_hub
-{ echo; cat "$out/hub-ops.md"; } >>"$table"
+if ((with_ops)); then
+  echo "== namespace ops" >&2
+  start_hub ops
+  "$ops" --hub "$hub_addr" --threads "$ops_threads" --duration "$ops_duration" \
+    --json "$out/hub-ops.json" >"$out/hub-ops.md"
+  stop_hub
+  { echo; cat "$out/hub-ops.md"; } >>"$table"
+fi
 
 cat "$table"
 echo "results in $out" >&2

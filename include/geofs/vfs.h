@@ -251,6 +251,12 @@ class Backend {
   // local file system metadata), so a front end may run them on its network
   // threads instead of handing them to workers.
   virtual bool QuickMetadata() const { return false; }
+  // Whether the namespace and attribute changes (SetAttr, Create, Mkdir,
+  // Symlink, Mknod, Remove, Rmdir, Rename, Link) likewise finish within
+  // microseconds: a few system calls on local metadata, no sync to disk and
+  // no remote round trip. A front end may then run them on its network
+  // threads too.
+  virtual bool QuickChanges() const { return false; }
   // The handle of the tree's root directory.
   virtual Result<Handle> Root() = 0;
 

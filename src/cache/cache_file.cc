@@ -1,5 +1,6 @@
 #include "cache/cache_file.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/crc32c.h"
@@ -8,10 +9,11 @@ namespace geofs::cache {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'G', 'F', 'C', 'C'};
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;
 constexpr size_t kLengthOffset = 8;
 constexpr size_t kIdOffset = 16;
-constexpr size_t kCrcOffset = kIdOffset + chunk::ChunkId::kSize;
+constexpr size_t kBlockSizeOffset = kIdOffset + chunk::ChunkId::kSize;
+constexpr size_t kCrcOffset = 60;
 
 void PutLe(uint8_t* p, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
@@ -23,8 +25,9 @@ uint64_t GetLe(const uint8_t* p, int bytes) {
   return v;
 }
 
-uint32_t FileCrc(const uint8_t* header, std::span<const uint8_t> payload) {
-  return Crc32c(Crc32c(0, {header, kCrcOffset}), payload);
+// Over the header bytes before the CRC and the block table after it.
+uint32_t PrefixCrc(std::span<const uint8_t> prefix) {
+  return Crc32c(Crc32c(0, prefix.first(kCrcOffset)), prefix.subspan(kFileHeaderSize));
 }
 
 }  // namespace
@@ -38,33 +41,70 @@ std::string ChunkPath(const std::string& dir, const chunk::ChunkId& id) {
   return dir + "/" + hex.substr(0, 2) + "/" + hex;
 }
 
-void EncodeFileHeader(const chunk::ChunkId& id, std::span<const uint8_t> raw,
-                      uint8_t (&out)[kFileHeaderSize]) {
-  std::memset(out, 0, sizeof(out));
-  std::memcpy(out, kMagic, sizeof(kMagic));
-  PutLe(out + 4, kVersion, 2);
-  PutLe(out + 6, kFileHeaderSize, 2);
-  PutLe(out + kLengthOffset, raw.size(), 8);
-  std::memcpy(out + kIdOffset, id.bytes().data(), chunk::ChunkId::kSize);
-  PutLe(out + kCrcOffset, FileCrc(out, raw), 4);
+std::vector<uint8_t> EncodeFilePrefix(const chunk::ChunkId& id, std::span<const uint8_t> raw) {
+  std::vector<uint8_t> out(DataOffset(raw.size()), 0);
+  std::memcpy(out.data(), kMagic, sizeof(kMagic));
+  PutLe(&out[4], kVersion, 2);
+  PutLe(&out[6], kFileHeaderSize, 2);
+  PutLe(&out[kLengthOffset], raw.size(), 8);
+  std::memcpy(&out[kIdOffset], id.bytes().data(), chunk::ChunkId::kSize);
+  PutLe(&out[kBlockSizeOffset], kBlockSize, 4);
+  for (uint64_t b = 0; b < BlockCount(raw.size()); ++b) {
+    uint64_t begin = b * kBlockSize;
+    PutLe(&out[kFileHeaderSize + 4 * b],
+          Crc32c(0, raw.subspan(begin, std::min<uint64_t>(kBlockSize, raw.size() - begin))), 4);
+  }
+  PutLe(&out[kCrcOffset], PrefixCrc(out), 4);
+  return out;
 }
 
-Status VerifyFile(const chunk::ChunkId& id, std::span<const uint8_t> file) {
-  if (file.size() < kFileHeaderSize)
+Result<uint64_t> ParseFileHeader(std::span<const uint8_t> header, uint64_t file_size) {
+  if (header.size() < kFileHeaderSize || file_size < kFileHeaderSize) {
     return Status::Corruption("cache file shorter than its header");
-  const uint8_t* h = file.data();
+  }
+  const uint8_t* h = header.data();
   if (std::memcmp(h, kMagic, sizeof(kMagic)) != 0) return Status::Corruption("bad magic");
-  if (GetLe(h + 4, 2) != kVersion || GetLe(h + 6, 2) != kFileHeaderSize) {
+  if (GetLe(h + 4, 2) != kVersion || GetLe(h + 6, 2) != kFileHeaderSize ||
+      GetLe(h + kBlockSizeOffset, 4) != kBlockSize) {
     return Status::Corruption("unknown cache file version");
   }
-  if (GetLe(h + kLengthOffset, 8) != file.size() - kFileHeaderSize) {
+  uint64_t raw_bytes = GetLe(h + kLengthOffset, 8);
+  // Bounded first so that FileSize() cannot overflow.
+  if (raw_bytes > file_size || FileSize(raw_bytes) != file_size) {
     return Status::Corruption("length does not match the file size");
   }
+  return raw_bytes;
+}
+
+Result<std::vector<uint32_t>> VerifyFilePrefix(const chunk::ChunkId& id,
+                                               std::span<const uint8_t> prefix,
+                                               uint64_t file_size) {
+  GEOFS_ASSIGN_OR_RETURN(uint64_t raw_bytes, ParseFileHeader(prefix, file_size));
+  if (prefix.size() != DataOffset(raw_bytes)) {
+    return Status::Corruption("block table does not match the length");
+  }
+  const uint8_t* h = prefix.data();
   if (std::memcmp(h + kIdOffset, id.bytes().data(), chunk::ChunkId::kSize) != 0) {
     return Status::Corruption("file holds another chunk");
   }
-  if (GetLe(h + kCrcOffset, 4) != FileCrc(h, file.subspan(kFileHeaderSize))) {
-    return Status::Corruption("checksum mismatch");
+  if (GetLe(h + kCrcOffset, 4) != PrefixCrc(prefix)) {
+    return Status::Corruption("header checksum mismatch");
+  }
+  std::vector<uint32_t> crcs(BlockCount(raw_bytes));
+  for (size_t b = 0; b < crcs.size(); ++b) {
+    crcs[b] = static_cast<uint32_t>(GetLe(h + kFileHeaderSize + 4 * b, 4));
+  }
+  return crcs;
+}
+
+Status VerifyBlocks(std::span<const uint32_t> block_crcs, uint64_t first_block,
+                    std::span<const uint8_t> data) {
+  for (uint64_t b = first_block, off = 0; off < data.size(); ++b, off += kBlockSize) {
+    if (b >= block_crcs.size()) return Status::Corruption("read past the last block");
+    auto block = data.subspan(off, std::min<uint64_t>(kBlockSize, data.size() - off));
+    if (Crc32c(0, block) != block_crcs[b]) {
+      return Status::Corruption("checksum mismatch in block " + std::to_string(b));
+    }
   }
   return Status::Ok();
 }

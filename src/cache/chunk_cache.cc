@@ -35,6 +35,10 @@ using Clock = std::chrono::steady_clock;
 // With capacity_bytes == 0 the cache may fill its file system up to this.
 constexpr double kFileSystemShare = 0.9;
 constexpr auto kCapacityRefresh = std::chrono::seconds(1);
+// Recent requests after which a ranged read brings a chunk into memory.
+constexpr uint32_t kHotAccesses = 4;
+constexpr uint64_t kMinDefaultMemory = 64ull << 20;
+constexpr uint64_t kMaxDefaultMemory = 1ull << 30;
 
 struct FoundFile {
   ChunkId id;
@@ -42,13 +46,27 @@ struct FoundFile {
   timespec mtime;
 };
 
+// The raw length from the header of the file at `path`; kCorruption when the
+// file is not a whole current-format cache file.
+Result<uint64_t> ReadRawLength(const std::string& path, uint64_t file_size) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, path);
+  uint8_t header[kFileHeaderSize];
+  ssize_t n = pread(fd, header, sizeof(header), 0);
+  close(fd);
+  if (n < 0) return Status::FromErrno(errno, path);
+  return ParseFileHeader(std::span<const uint8_t>(header, static_cast<size_t>(n)), file_size);
+}
+
 Status EnsureDir(const std::string& path) {
   if (mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return Status::Ok();
   return Status::FromErrno(errno, path);
 }
 
-// Creates `dir` and its fan-out subdirectories; removes temporary leftovers
-// and files too short to be valid; returns the chunk files found.
+// Creates `dir`; removes temporary leftovers and files that are not in the
+// current format (older versions, torn, too short); returns the chunk files
+// found. Reads each file's header, which costs one small read per file once
+// per start and keeps old-format files from ever reaching a read.
 Result<std::vector<FoundFile>> PrepareDir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -77,15 +95,18 @@ Result<std::vector<FoundFile>> PrepareDir(const std::string& dir) {
           fstatat(dirfd(d), ent->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode)) {
         continue;  // not ours
       }
-      if (static_cast<uint64_t>(st.st_size) < kFileHeaderSize) {
+      Result<uint64_t> raw_bytes = ReadRawLength(path, static_cast<uint64_t>(st.st_size));
+      if (!raw_bytes.ok()) {
         if (unlink(path.c_str()) == 0) ++removed;
         continue;
       }
-      found.push_back({*id, static_cast<uint64_t>(st.st_size) - kFileHeaderSize, st.st_mtim});
+      found.push_back({*id, *raw_bytes, st.st_mtim});
     }
     closedir(d);
   }
-  if (removed > 0) GetLogger("cache")->info("{}: removed {} incomplete files", dir, removed);
+  if (removed > 0) {
+    GetLogger("cache")->info("{}: removed {} incomplete or old-format files", dir, removed);
+  }
   std::sort(found.begin(), found.end(), [](const FoundFile& a, const FoundFile& b) {
     return std::tie(a.mtime.tv_sec, a.mtime.tv_nsec) < std::tie(b.mtime.tv_sec, b.mtime.tv_nsec);
   });
@@ -123,20 +144,24 @@ class ChunkCacheImpl final : public ChunkCache {
   }
 
   void Get(const ChunkId& id, GetCallback cb) override {
+    GetRange(id, 0, UINT64_MAX, std::move(cb));
+  }
+
+  void GetRange(const ChunkId& id, uint64_t offset, uint64_t length, GetCallback cb) override {
     std::unique_lock lock(mu_);
     policy_.RecordAccess(id);
     if (auto m = memory_index_.find(id); m != memory_index_.end()) {
       memory_.splice(memory_.begin(), memory_, m->second);
       policy_.Touch(id);
       ++stats_.memory_hits;
-      Buffer hit = m->second->second;
+      Buffer hit = Clip(m->second->second, offset, length);
       lock.unlock();
       cb(std::move(hit));
       return;
     }
     if (auto p = puts_.find(id); p != puts_.end()) {
       ++stats_.memory_hits;
-      Buffer hit = p->second.raw;
+      Buffer hit = Clip(p->second.raw, offset, length);
       lock.unlock();
       cb(std::move(hit));
       return;
@@ -149,9 +174,25 @@ class ChunkCacheImpl final : public ChunkCache {
       return;
     }
     policy_.Touch(id);
-    DiskEntry entry = it->second;
+    auto op = std::make_shared<ReadOp>();
+    op->id = id;
+    op->entry = it->second;
+    op->offset = std::min(offset, op->entry.raw_bytes);
+    op->length = std::min(length, op->entry.raw_bytes - op->offset);
+    bool whole = op->length == op->entry.raw_bytes;
+    op->to_memory = AdmitLocked(id, op->entry.raw_bytes, whole);
+    if (op->to_memory && !whole) ++stats_.promotions;
+    op->whole = whole || op->to_memory;
+    if (!op->whole && op->length == 0) {
+      ++stats_.disk_hits;
+      lock.unlock();
+      cb(Buffer());
+      return;
+    }
+    op->file = FindFileLocked(id, op->entry.generation);
+    op->cb = std::move(cb);
     lock.unlock();
-    ReadFile(id, entry, std::move(cb));
+    StartRead(std::move(op));
   }
 
   void Put(const ChunkId& id, Buffer raw, PutCallback cb) override {
@@ -180,7 +221,7 @@ class ChunkCacheImpl final : public ChunkCache {
     auto op = std::make_shared<WriteOp>();
     op->id = id;
     op->raw = std::move(raw);
-    EncodeFileHeader(id, op->raw.span(), op->header);
+    op->prefix = EncodeFilePrefix(id, op->raw.span());
     StartWrite(std::move(op));
   }
 
@@ -221,6 +262,7 @@ class ChunkCacheImpl final : public ChunkCache {
     s.disk_bytes = disk_bytes_;
     s.disk_chunks = index_.size();
     s.memory_bytes = memory_bytes_;
+    s.open_files = files_.size();
     s.pinned_bytes = pinned_bytes_;
     s.capacity_bytes = capacity_;
     s.io_uring = engine_->is_io_uring();
@@ -238,19 +280,36 @@ class ChunkCacheImpl final : public ChunkCache {
     Buffer raw;  // served to Gets while the file is being written
     std::vector<PutCallback> waiters;
   };
+  // A cache file held open, with its verified block checksums. Closed when
+  // the last read using it and the open-file set have let go of it.
+  struct OpenFile {
+    OpenFile(int fd, uint64_t generation, std::vector<uint32_t> crcs)
+        : fd(fd), generation(generation), crcs(std::move(crcs)) {}
+    ~OpenFile() { close(fd); }
+    OpenFile(const OpenFile&) = delete;
+    OpenFile& operator=(const OpenFile&) = delete;
+    const int fd;
+    const uint64_t generation;
+    const std::vector<uint32_t> crcs;
+  };
   struct ReadOp {
     ChunkId id;
     DiskEntry entry;
+    uint64_t offset = 0;  // the range asked for, cut at the end of the chunk
+    uint64_t length = 0;
+    bool whole = false;      // reads the whole chunk
+    bool to_memory = false;  // and keeps it in the memory tier
+    std::shared_ptr<OpenFile> file;
     GetCallback cb;
-    int fd = -1;
-    Buffer file;
+    uint64_t first_block = 0;
+    Buffer blocks;  // the blocks covering the range (all of them when whole)
     uint8_t* data = nullptr;
     size_t done = 0;
   };
   struct WriteOp {
     ChunkId id;
     Buffer raw;
-    uint8_t header[kFileHeaderSize];
+    std::vector<uint8_t> prefix;  // header and block table
     std::string temp;
     int fd = -1;
     size_t written = 0;
@@ -259,45 +318,99 @@ class ChunkCacheImpl final : public ChunkCache {
 
   // --- reads ---
 
-  void ReadFile(const ChunkId& id, DiskEntry entry, GetCallback cb) {
-    auto op = std::make_shared<ReadOp>();
-    op->id = id;
-    op->entry = entry;
-    op->cb = std::move(cb);
-    op->fd = open(ChunkPath(options_.dir, id).c_str(), O_RDONLY | O_CLOEXEC);
-    if (op->fd < 0) {
-      // Removed behind our back, or evicted since the lookup.
-      FinishRead(std::move(op), Status::NotFound("cache file is gone"));
-      return;
+  static Buffer Clip(const Buffer& raw, uint64_t offset, uint64_t length) {
+    uint64_t from = std::min<uint64_t>(offset, raw.size());
+    return raw.Slice(from, std::min<uint64_t>(length, raw.size() - from));
+  }
+
+  void StartRead(std::shared_ptr<ReadOp> op) {
+    if (!op->file) {
+      Result<std::shared_ptr<OpenFile>> file = OpenCacheFile(op->id, op->entry);
+      if (!file.ok()) return FinishRead(std::move(op), file.status());
+      op->file = std::move(file).value();
     }
-    op->file = Buffer::Allocate(kFileHeaderSize + entry.raw_bytes, &op->data);
+    uint64_t begin = op->whole ? 0 : op->offset;
+    uint64_t end = op->whole ? op->entry.raw_bytes : op->offset + op->length;
+    op->first_block = begin / kBlockSize;
+    uint64_t from = op->first_block * kBlockSize;
+    uint64_t to = std::min(op->entry.raw_bytes, (end + kBlockSize - 1) / kBlockSize * kBlockSize);
+    // Sized to the blocks read, not the chunk: a small read allocates (and
+    // faults in) little.
+    op->blocks = Buffer::Allocate(to - from, &op->data);
+    if (op->blocks.size() == 0) return FinishRead(std::move(op), Status::Ok());
     ContinueRead(std::move(op));
   }
 
   void ContinueRead(std::shared_ptr<ReadOp> op) {
     ReadOp* r = op.get();
-    engine_->Read(r->fd, r->data + r->done, r->file.size() - r->done, r->done,
+    uint64_t file_offset = DataOffset(r->entry.raw_bytes) + r->first_block * kBlockSize + r->done;
+    engine_->Read(r->file->fd, r->data + r->done, r->blocks.size() - r->done, file_offset,
                   [this, op = std::move(op)](int64_t res) mutable {
                     if (res < 0) return FinishRead(std::move(op), Status::FromErrno(-res, "read"));
                     if (res == 0) return FinishRead(std::move(op), Status::Corruption("truncated"));
                     op->done += static_cast<size_t>(res);
-                    if (op->done < op->file.size()) return ContinueRead(std::move(op));
-                    Status check = VerifyFile(op->id, op->file.span());
+                    if (op->done < op->blocks.size()) return ContinueRead(std::move(op));
+                    Status check = VerifyBlocks(op->file->crcs, op->first_block, op->blocks.span());
                     FinishRead(std::move(op), std::move(check));
                   });
   }
 
+  // Opens the file of `id` and verifies its header and block table. The
+  // prefix (a few hundred bytes) is read inline: it happens once per open
+  // file, and the file is in the page cache after its write or first read.
+  Result<std::shared_ptr<OpenFile>> OpenCacheFile(const ChunkId& id, const DiskEntry& entry) {
+    int fd = open(ChunkPath(options_.dir, id).c_str(), O_RDONLY | O_CLOEXEC);
+    // Removed behind our back, or evicted since the lookup.
+    if (fd < 0 && errno == ENOENT) return Status::NotFound("cache file is gone");
+    if (fd < 0) return Status::FromErrno(errno, "open cache file");
+    struct stat st;
+    std::vector<uint8_t> prefix(DataOffset(entry.raw_bytes));
+    ssize_t n = fstat(fd, &st) == 0 ? pread(fd, prefix.data(), prefix.size(), 0) : -1;
+    if (n < 0) {
+      Status failed = Status::FromErrno(errno, "read cache file header");
+      close(fd);
+      return failed;
+    }
+    prefix.resize(static_cast<size_t>(n));
+    Result<std::vector<uint32_t>> crcs =
+        VerifyFilePrefix(id, prefix, static_cast<uint64_t>(st.st_size));
+    if (crcs.ok() && crcs->size() != BlockCount(entry.raw_bytes)) {
+      crcs = Status::Corruption("length changed since the file was indexed");
+    }
+    if (!crcs.ok()) {
+      close(fd);
+      return crcs.status();
+    }
+    auto file = std::make_shared<OpenFile>(fd, entry.generation, std::move(crcs).value());
+    std::lock_guard lock(mu_);
+    auto it = index_.find(id);
+    if (it != index_.end() && it->second.generation == entry.generation) {
+      // A concurrent read may have opened it too; either copy serves.
+      if (auto f = files_index_.find(id); f == files_index_.end()) {
+        files_.emplace_front(id, file);
+        files_index_[id] = files_.begin();
+        while (files_.size() > options_.max_open_files) {
+          files_index_.erase(files_.back().first);
+          files_.pop_back();
+        }
+      }
+    }
+    return file;
+  }
+
   void FinishRead(std::shared_ptr<ReadOp> op, Status status) {
-    if (op->fd >= 0) close(op->fd);
     std::unique_lock lock(mu_);
     auto it = index_.find(op->id);
     bool current = it != index_.end() && it->second.generation == op->entry.generation;
     if (status.ok()) {
       ++stats_.disk_hits;
-      Buffer raw = op->file.Slice(kFileHeaderSize, op->entry.raw_bytes);
-      if (current) MemoryInsertLocked(op->id, raw);
+      stats_.disk_read_bytes += op->blocks.size();
+      if (op->to_memory && current) MemoryInsertLocked(op->id, op->blocks);
       lock.unlock();
-      op->cb(std::move(raw));
+      uint64_t skip = op->offset - op->first_block * kBlockSize;
+      Buffer range = op->blocks.Slice(skip, op->length);
+      std::shared_ptr<ReadOp> done = std::move(op);
+      done->cb(std::move(range));
       return;
     }
     ++stats_.misses;
@@ -311,6 +424,25 @@ class ChunkCacheImpl final : public ChunkCache {
     if (current) EvictLocked(op->id, /*count=*/false);
     lock.unlock();
     op->cb(Status::NotFound("cached chunk unreadable: " + status.ToString()));
+  }
+
+  // The open file of `id` if it is the current one. REQUIRES: mu_ held.
+  std::shared_ptr<OpenFile> FindFileLocked(const ChunkId& id, uint64_t generation) {
+    auto f = files_index_.find(id);
+    if (f == files_index_.end()) return nullptr;
+    if (f->second->second->generation != generation) {
+      FileEraseLocked(id);
+      return nullptr;
+    }
+    files_.splice(files_.begin(), files_, f->second);
+    return f->second->second;
+  }
+
+  void FileEraseLocked(const ChunkId& id) {
+    auto f = files_index_.find(id);
+    if (f == files_index_.end()) return;
+    files_.erase(f->second);
+    files_index_.erase(f);
   }
 
   // --- writes ---
@@ -335,18 +467,18 @@ class ChunkCacheImpl final : public ChunkCache {
     WriteOp* w = op.get();
     iovec iov[2];
     int n = 0;
-    if (w->written < kFileHeaderSize) {
-      iov[n++] = {w->header + w->written, kFileHeaderSize - w->written};
+    if (w->written < w->prefix.size()) {
+      iov[n++] = {w->prefix.data() + w->written, w->prefix.size() - w->written};
       iov[n++] = {const_cast<uint8_t*>(w->raw.data()), w->raw.size()};
     } else {
-      size_t off = w->written - kFileHeaderSize;
+      size_t off = w->written - w->prefix.size();
       iov[n++] = {const_cast<uint8_t*>(w->raw.data()) + off, w->raw.size() - off};
     }
     engine_->Write(w->fd, iov, n, w->written, [this, op = std::move(op)](int64_t res) mutable {
       if (res < 0) return FailWrite(std::move(op), static_cast<int>(-res));
       if (res == 0) return FailWrite(std::move(op), EIO);
       op->written += static_cast<size_t>(res);
-      if (op->written < kFileHeaderSize + op->raw.size()) return ContinueWrite(std::move(op));
+      if (op->written < op->prefix.size() + op->raw.size()) return ContinueWrite(std::move(op));
       int fd = std::exchange(op->fd, -1);
       if (close(fd) != 0) return FailWrite(std::move(op), errno);
       if (rename(op->temp.c_str(), ChunkPath(options_.dir, op->id).c_str()) != 0) {
@@ -427,6 +559,7 @@ class ChunkCacheImpl final : public ChunkCache {
     MemoryEraseLocked(id);
     disk_bytes_ -= bytes;
     if (count) ++stats_.evictions;
+    FileEraseLocked(id);
     unlink(ChunkPath(options_.dir, id).c_str());
   }
 
@@ -450,6 +583,20 @@ class ChunkCacheImpl final : public ChunkCache {
   }
 
   // --- memory tier (REQUIRES: mu_ held) ---
+
+  // Whether a disk read of `id` should bring the whole chunk into memory. A
+  // read that needs the whole chunk anyway (`whole`) only has to beat the
+  // coldest chunk held; a ranged read must also have seen kHotAccesses recent
+  // requests, because it then reads the whole chunk instead of a few blocks.
+  // Comparing with the coldest keeps a uniformly random working set larger
+  // than the tier from churning it (ties keep the incumbent, as on disk).
+  bool AdmitLocked(const ChunkId& id, uint64_t bytes, bool whole) {
+    if (bytes > options_.memory_bytes) return false;
+    uint32_t frequency = policy_.Frequency(id);
+    if (!whole && frequency < kHotAccesses) return false;
+    if (memory_bytes_ + bytes <= options_.memory_bytes) return true;
+    return frequency > policy_.Frequency(memory_.back().first);
+  }
 
   void MemoryInsertLocked(const ChunkId& id, const Buffer& raw) {
     if (raw.size() > options_.memory_bytes) return;
@@ -493,10 +640,30 @@ class ChunkCacheImpl final : public ChunkCache {
   uint64_t capacity_ = 0;
   Clock::time_point capacity_checked_{};
   uint64_t next_generation_ = 0;
+  // Open cache files, most recently used first, at most max_open_files.
+  using FileList = std::list<std::pair<ChunkId, std::shared_ptr<OpenFile>>>;
+  FileList files_;
+  std::unordered_map<ChunkId, FileList::iterator, ChunkIdHash> files_index_;
   ChunkCacheStats stats_;
 };
 
 }  // namespace
+
+uint64_t DefaultMemoryTierBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return kMinDefaultMemory;
+  uint64_t ram = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+  return std::clamp(ram / 16, kMinDefaultMemory, kMaxDefaultMemory);
+}
+
+void ChunkCache::GetRange(const ChunkId& id, uint64_t offset, uint64_t length, GetCallback cb) {
+  Get(id, [offset, length, cb = std::move(cb)](Result<Buffer> raw) {
+    if (!raw.ok()) return cb(std::move(raw));
+    uint64_t from = std::min<uint64_t>(offset, raw->size());
+    cb(raw->Slice(from, std::min<uint64_t>(length, raw->size() - from)));
+  });
+}
 
 Result<std::unique_ptr<ChunkCache>> OpenChunkCacheWithEngine(const ChunkCacheOptions& options,
                                                              std::unique_ptr<IoEngine> engine) {

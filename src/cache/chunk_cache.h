@@ -5,9 +5,13 @@
 // capacity, survive restarts, and never serve corrupt bytes. Two tiers:
 //  - disk: one file per chunk under `dir`, read and written through
 //    io_uring (plain pread/pwrite when io_uring is unavailable), each file
-//    carrying a checksum that is verified on every read; a file that fails it
-//    is dropped and reported as a miss, so the caller refetches it;
-//  - memory: hot chunks as shared Buffers, served without a copy.
+//    carrying a checksum per 64 KiB block; a read reads and verifies only the
+//    blocks it covers, through a bounded set of files kept open. A file that
+//    fails a check is dropped and reported as a miss, so the caller refetches
+//    it;
+//  - memory: whole chunks that are hot (just stored, or read often enough to
+//    win a place against the coldest one held) as shared Buffers, served
+//    without a copy.
 // Eviction is scan-resistant (see docs/spoke-cache.md for the policy and why):
 // a working set larger than the cache, read repeatedly, keeps a useful hit
 // ratio instead of collapsing to zero. Pinned chunks are never evicted.
@@ -29,13 +33,18 @@
 
 namespace geofs::cache {
 
+// 1/16 of the physical memory, at least 64 MiB and at most 1 GiB (see
+// docs/spoke-cache.md for why).
+uint64_t DefaultMemoryTierBytes();
+
 struct ChunkCacheOptions {
   std::string dir;  // created if missing
   // Disk capacity in bytes. 0: the cache may grow until the file system that
   // holds `dir` is 90% full.
   uint64_t capacity_bytes = 0;
-  uint64_t memory_bytes = 256ull << 20;  // memory tier
-  bool use_io_uring = true;              // false: always plain I/O
+  uint64_t memory_bytes = DefaultMemoryTierBytes();  // memory tier; 0: none
+  size_t max_open_files = 256;                       // cache files kept open
+  bool use_io_uring = true;                          // false: always plain I/O
 };
 
 struct ChunkCacheStats {
@@ -45,12 +54,15 @@ struct ChunkCacheStats {
   uint64_t inserts = 0;
   uint64_t evictions = 0;
   uint64_t corrupt_dropped = 0;  // disk files that failed their check
+  uint64_t disk_read_bytes = 0;  // chunk bytes read from files for disk hits
+  uint64_t promotions = 0;       // chunks read whole into memory because hot
+  uint64_t open_files = 0;       // cache files held open now
   uint64_t disk_bytes = 0;       // bytes of chunk data on disk now
   uint64_t disk_chunks = 0;
   uint64_t memory_bytes = 0;
   uint64_t pinned_bytes = 0;
-  uint64_t capacity_bytes = 0;   // the effective disk capacity
-  bool io_uring = false;         // whether io_uring is in use
+  uint64_t capacity_bytes = 0;  // the effective disk capacity
+  bool io_uring = false;        // whether io_uring is in use
 };
 
 class ChunkCache {
@@ -63,6 +75,11 @@ class ChunkCache {
 
   // The raw bytes of `id`, or kNotFound when absent (or dropped as corrupt).
   virtual void Get(const chunk::ChunkId& id, GetCallback cb) = 0;
+  // Bytes [offset, offset + length) of `id`, cut at the end of the chunk (so
+  // shorter than `length`, possibly empty, when the chunk is), or kNotFound
+  // as for Get. Reads from disk only the blocks the range covers. The default
+  // slices what Get returns.
+  virtual void GetRange(const chunk::ChunkId& id, uint64_t offset, uint64_t length, GetCallback cb);
   // Stores the raw bytes of `id`. REQUIRES: `raw` hash to `id` (the caller
   // verified them). Evicts unpinned chunks to make room; kNoSpace when it
   // cannot (everything pinned, or the file system is full even after

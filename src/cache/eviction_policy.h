@@ -70,6 +70,9 @@ class EvictionPolicy {
   void Remove(const chunk::ChunkId& id);
   void SetPinned(const chunk::ChunkId& id, bool pinned);
   bool Contains(const chunk::ChunkId& id) const { return entries_.count(id) != 0; }
+  // The recent request count of `id` (saturating, aged), as the admission
+  // test sees it.
+  uint32_t Frequency(const chunk::ChunkId& id) const { return sketch_.Estimate(id); }
 
   // The entry to evict next so that a new entry of `incoming_bytes` fits, or
   // nothing if every entry is pinned. May admit the window's candidate into

@@ -20,6 +20,9 @@ extern "C" void __tsan_release(void* addr);
 namespace geofs::cache {
 namespace {
 
+// Reads up to this size are left to complete inline in io_uring_submit.
+constexpr size_t kInlineReadLimit = 128 << 10;
+
 // The kernel hands an operation from the submitting thread to the reaper;
 // ThreadSanitizer cannot see that edge, so it is declared.
 void HandOff(void* op) {
@@ -70,9 +73,11 @@ class IoUringEngine final : public IoEngine {
       io_uring_prep_read(sqe, fd, buf, static_cast<unsigned>(len), offset);
       // Cached files are in the page cache, so a read would complete inline:
       // a 1 MiB copy inside io_uring_submit, under mu_, serializing every
-      // submitter. IOSQE_ASYNC moves the copy to the kernel's workers
-      // (measured: 0.5 -> 1.5 GB/s at queue depth 8, docs/spoke-cache.md).
-      io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
+      // submitter. IOSQE_ASYNC moves large copies to the kernel's workers
+      // (measured: 0.5 -> 1.5 GB/s at queue depth 8, docs/spoke-cache.md);
+      // a small one (a ranged read of a block or two) is cheaper inline than
+      // the hand-off to a worker thread.
+      if (len > kInlineReadLimit) io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
     });
   }
 

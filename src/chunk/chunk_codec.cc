@@ -51,6 +51,22 @@ Status Corrupt(const ChunkId& id, std::string_view why) {
   return Status::Corruption("chunk " + id.ToHex() + ": " + std::string(why));
 }
 
+// Compresses `raw` into the per-thread `scratch`; the compressed size when
+// it saves at least `options.min_saving`, else 0.
+size_t CompressIfWorthIt(std::span<const uint8_t> raw, const ChunkCodecOptions& options,
+                         std::vector<uint8_t>& scratch) {
+  scratch.resize(ZSTD_compressBound(raw.size()));
+  ZSTD_CCtx* cctx = ThreadCCtx();
+  ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, options.zstd_level);
+  const size_t n = ZSTD_compress2(cctx, scratch.data(), scratch.size(), raw.data(), raw.size());
+  if (ZSTD_isError(n) ||
+      static_cast<double>(n) > static_cast<double>(raw.size()) * (1 - options.min_saving)) {
+    return 0;
+  }
+  return n;
+}
+
 }  // namespace
 
 Status ChunkCodecOptions::Validate() const {
@@ -70,15 +86,15 @@ EncodedChunk EncodeChunk(std::span<const uint8_t> raw, const ChunkCodecOptions& 
     // Compress into a reused per-thread scratch buffer, then copy the kept
     // result into an exactly sized Buffer.
     thread_local std::vector<uint8_t> scratch;
-    scratch.resize(ZSTD_compressBound(raw.size()));
-    ZSTD_CCtx* cctx = ThreadCCtx();
-    ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
-    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, options.zstd_level);
-    size_t n = ZSTD_compress2(cctx, scratch.data(), scratch.size(), raw.data(), raw.size());
-    if (!ZSTD_isError(n) &&
-        static_cast<double>(n) <= static_cast<double>(raw.size()) * (1 - options.min_saving)) {
-      return {WithHeader(Compression::kZstd, raw_size, std::span(scratch.data(), n)),
-              Compression::kZstd};
+    const size_t probe = options.probe_bytes;
+    const bool promising =
+        probe == 0 || raw.size() <= probe ||
+        CompressIfWorthIt(raw.subspan((raw.size() - probe) / 2, probe), options, scratch) != 0;
+    if (promising) {
+      if (const size_t n = CompressIfWorthIt(raw, options, scratch); n != 0) {
+        return {WithHeader(Compression::kZstd, raw_size, std::span(scratch.data(), n)),
+                Compression::kZstd};
+      }
     }
   }
   return {WithHeader(Compression::kNone, raw_size, raw), Compression::kNone};

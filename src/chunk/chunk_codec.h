@@ -8,7 +8,13 @@
 //         12  payload: the raw bytes, or one zstd frame of them
 //
 // Encoding keeps the zstd form only when it saves at least `min_saving` of
-// the raw size, so incompressible data costs no decompression on reads.
+// the raw size, so incompressible data costs no decompression on reads. A
+// chunk larger than `probe_bytes` is probed first: a slice of that size
+// from its middle is compressed, and when the slice does not save
+// `min_saving` the chunk is stored raw without compressing the rest. So
+// incompressible data (media, archives, random samples) costs a small
+// compression per chunk instead of a whole one; the price is that a chunk
+// whose middle is incompressible but whose rest compresses is stored raw.
 // Decoding checks everything it can: header fields, the raw length, and the
 // SHA-256 of the result against the chunk's id. Any mismatch is kCorruption
 // and no bytes are returned.
@@ -38,6 +44,8 @@ struct ChunkCodecOptions {
   // Keep the compressed form only if it is at most (1 - min_saving) of the
   // raw size.
   double min_saving = 0.05;
+  // Size of the compressibility probe; 0: compress every chunk whole.
+  size_t probe_bytes = size_t{64} << 10;
 
   // OK when zstd_level is a level zstd accepts and min_saving is in [0, 1).
   Status Validate() const;

@@ -2,6 +2,7 @@
 //   geofsctl --hub HOST:PORT import SRC_DIR HUB_PATH
 //   geofsctl --hub HOST:PORT fsck [--verify-data]
 //   geofsctl --hub HOST:PORT stats [--json]
+//   geofsctl --spoke HOST:PORT stats [--json]   (the spoke's --metrics-port)
 // Exit status: 0 success; 1 failure (or fsck problems); 2 bad usage;
 // 3 import finished but skipped some entries (listed on stderr).
 #include <malloc.h>
@@ -19,6 +20,7 @@
 
 #include "cli/hub_client.h"
 #include "cli/importer.h"
+#include "cli/spoke_client.h"
 #include "common/logging.h"
 
 namespace geofs::cli {
@@ -26,6 +28,7 @@ namespace {
 
 constexpr auto kConnectTimeout = std::chrono::seconds(10);
 constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
 constexpr int kExitSkipped = 3;
 
 std::string HumanBytes(double bytes) {
@@ -37,6 +40,13 @@ std::string HumanBytes(double bytes) {
   }
   char out[32];
   std::snprintf(out, sizeof(out), unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
+  return out;
+}
+
+std::string Percent(uint64_t part, uint64_t whole) {
+  if (whole == 0) return "-";
+  char out[32];
+  std::snprintf(out, sizeof(out), "%.1f%%", 100.0 * static_cast<double>(part) / whole);
   return out;
 }
 
@@ -203,13 +213,48 @@ int Stats(const HubClient& hub, bool json) {
       Ratio(resp.referenced_raw_bytes() + resp.unreferenced_raw_bytes(), resp.stored_bytes())
           .c_str(),
       resp.object_store().c_str());
-  std::printf("coherence:    %llu sessions (+%llu detached), %llu read leases, %llu write leases, "
-              "%llu invalidations sent\n",
-              static_cast<unsigned long long>(resp.sessions()),
-              static_cast<unsigned long long>(resp.detached_sessions()),
-              static_cast<unsigned long long>(resp.read_leases()),
-              static_cast<unsigned long long>(resp.write_leases()),
-              static_cast<unsigned long long>(resp.invalidations_sent()));
+  std::printf(
+      "coherence:    %llu sessions (+%llu detached), %llu read leases, %llu write leases, "
+      "%llu invalidations sent\n",
+      static_cast<unsigned long long>(resp.sessions()),
+      static_cast<unsigned long long>(resp.detached_sessions()),
+      static_cast<unsigned long long>(resp.read_leases()),
+      static_cast<unsigned long long>(resp.write_leases()),
+      static_cast<unsigned long long>(resp.invalidations_sent()));
+  return 0;
+}
+
+void PrintSpokeExport(const spoke::SpokeCounters& c) {
+  const auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  std::printf("export %s (%s) from hub %s\n", c.export_path.c_str(),
+              c.immutable ? "immutable" : "strict", c.hub.c_str());
+  std::printf("  hub link       %s for %.1f s, session %llu, %llu reconnects\n",
+              std::string(spoke::HubLinkStateName(c.hub_link)).c_str(), c.hub_state_seconds,
+              u(c.session), u(c.hub_reconnects));
+  std::printf("  metadata       %llu hits, %llu misses (%s hits)\n", u(c.metadata_hits),
+              u(c.metadata_misses),
+              Percent(c.metadata_hits, c.metadata_hits + c.metadata_misses).c_str());
+  std::printf("  chunks         %llu hits, %llu misses (%s hits)\n", u(c.chunk_hits),
+              u(c.chunk_misses), Percent(c.chunk_hits, c.chunk_hits + c.chunk_misses).c_str());
+  std::printf("  bytes          %s from the cache, %s from the hub\n",
+              HumanBytes(c.bytes_from_cache).c_str(), HumanBytes(c.bytes_from_hub).c_str());
+  std::printf("  leases held    %llu\n", u(c.leases_held));
+  std::printf("  invalidations  %llu\n", u(c.invalidations));
+  std::printf("  journal        %llu files, %s pending, %s on disk\n", u(c.journal_files),
+              HumanBytes(c.journal_bytes).c_str(), HumanBytes(c.journal_log_bytes).c_str());
+}
+
+int SpokeStats(const std::string& address, bool json) {
+  auto counters = FetchSpokeCounters(address, kConnectTimeout);
+  if (!counters.ok()) {
+    std::fprintf(stderr, "stats failed: %s\n", counters.status().ToString().c_str());
+    return kExitFailure;
+  }
+  if (json) {
+    std::printf("%s\n", spoke::RenderJson(*counters, 2).c_str());
+    return 0;
+  }
+  for (const spoke::SpokeCounters& c : *counters) PrintSpokeExport(c);
   return 0;
 }
 
@@ -218,9 +263,13 @@ int Stats(const HubClient& hub, bool json) {
 
 int main(int argc, char** argv) {
   using namespace geofs::cli;
-  CLI::App app{"geofsctl: administer a geofs hub"};
-  std::string hub_address;
-  app.add_option("--hub", hub_address, "The hub's gRPC address HOST:PORT")->required();
+  CLI::App app{"geofsctl: administer a geofs hub or spoke"};
+  std::string hub_address, spoke_address;
+  CLI::Option* hub_option =
+      app.add_option("--hub", hub_address, "The hub's gRPC address HOST:PORT");
+  CLI::Option* spoke_option =
+      app.add_option("--spoke", spoke_address, "A spoke's metrics address HOST:PORT (stats only)");
+  hub_option->excludes(spoke_option);
   app.require_subcommand(1);
 
   ImportOptions import_options;
@@ -244,10 +293,21 @@ int main(int argc, char** argv) {
   fsck->add_flag("--verify-data", verify_data, "Read every chunk and check its hash");
 
   bool json = false;
-  CLI::App* stats = app.add_subcommand("stats", "Show what the hub holds");
+  CLI::App* stats = app.add_subcommand("stats", "Show what the hub holds, or a spoke's counters");
   stats->add_flag("--json", json, "Print JSON");
 
   CLI11_PARSE(app, argc, argv);
+  if (hub_address.empty() == spoke_address.empty()) {
+    std::fprintf(stderr, "give --hub HOST:PORT or --spoke HOST:PORT\n");
+    return kExitUsage;
+  }
+  if (!spoke_address.empty()) {
+    if (!*stats) {
+      std::fprintf(stderr, "--spoke supports only the stats command\n");
+      return kExitUsage;
+    }
+    return SpokeStats(spoke_address, json);
+  }
   // Import allocates and frees a 16 MiB block per batch and per worker; by
   // default glibc maps and unmaps each one, paying a page fault per 4 KiB.
   // Keep such blocks in the heap for reuse instead.
@@ -259,7 +319,7 @@ int main(int argc, char** argv) {
   import_options.delete_extraneous = !keep_extraneous;
   if (geofs::Status valid = import_options.Validate(); !valid.ok()) {
     std::fprintf(stderr, "%s\n", valid.ToString().c_str());
-    return 2;
+    return kExitUsage;
   }
   auto hub = HubClient::Connect(hub_address, kConnectTimeout);
   if (!hub.ok()) {

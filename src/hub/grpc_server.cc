@@ -20,6 +20,11 @@ Result<GrpcServer> StartGrpcServer(grpc::Service* service, const GrpcServerOptio
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // Spokes ping every couple of seconds to notice a hub that stopped
+  // answering (HubLinkOptions::keepalive_time); the default policy would
+  // take that for abuse and drop their connections.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   out.server = builder.BuildAndStart();
   if (!out.server || out.port == 0) {
     return Status::Unavailable("cannot serve gRPC on " + options.listen);

@@ -1,8 +1,17 @@
 #include "hub/lease_manager.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <random>
 #include <utility>
+
+#include "common/logging.h"
 
 namespace geofs::hub {
 
@@ -14,6 +23,12 @@ std::vector<uint64_t> Distinct(std::span<const uint64_t> inos) {
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
+
+int64_t WallMillis(const WallTime& t) { return t.sec * 1000 + t.nsec / 1'000'000; }
+
+// The horizon file: "<wall-clock ms> <ttl ms>\n", fixed width so that each
+// update overwrites the whole record in place.
+constexpr int kHorizonRecordBytes = 42;
 
 uint64_t RandomSessionBase() {
   std::random_device rd;
@@ -30,12 +45,66 @@ LeaseManager::LeaseManager(LeaseManagerOptions options)
                          ? options_.max_busy_wait
                          : 2 * options_.lease_ttl + std::chrono::milliseconds(5000)),
       next_session_(RandomSessionBase()) {
+  const auto now = Now();
+  horizon_ = now;
+  grace_until_ = now + LoadHorizon();
   maintenance_ = std::jthread([this](std::stop_token stop) { Maintenance(stop); });
 }
 
 LeaseManager::~LeaseManager() {
   maintenance_.request_stop();
   maintenance_cv_.notify_all();
+  if (maintenance_.joinable()) maintenance_.join();
+  if (horizon_fd_ >= 0) ::close(horizon_fd_);
+}
+
+std::chrono::milliseconds LeaseManager::LoadHorizon() {
+  using std::chrono::milliseconds;
+  if (options_.horizon_path.empty()) return milliseconds(0);
+  auto log = GetLogger("lease_manager");
+  std::ifstream in(options_.horizon_path);
+  if (!in) return milliseconds(0);  // no predecessor ever granted a lease
+  int64_t horizon_ms = 0, ttl_ms = 0;
+  milliseconds grace;
+  if (in >> horizon_ms >> ttl_ms && ttl_ms > 0) {
+    // A wall clock set back must not hold changes for longer than a
+    // predecessor could have covered.
+    const int64_t left = horizon_ms - WallMillis(options_.clock->WallNow());
+    grace = milliseconds(std::clamp<int64_t>(left, 0, ttl_ms + ttl_ms / 2));
+  } else {
+    // A record torn by a crash: assume the worst this TTL allows.
+    grace = options_.lease_ttl + options_.lease_ttl / 2;
+  }
+  if (grace.count() > 0) {
+    log->info("holding changes for {} ms: leases granted before this start may still be live",
+              grace.count());
+  }
+  return grace;
+}
+
+bool LeaseManager::CoverLocked(TimePoint now) {
+  if (options_.horizon_path.empty() || now + options_.lease_ttl <= horizon_) return true;
+  // Covering 1.5 TTL ahead writes at most twice per TTL and costs a
+  // successor at most that long a wait.
+  const auto next = now + options_.lease_ttl + options_.lease_ttl / 2;
+  if (horizon_fd_ < 0) {
+    horizon_fd_ = ::open(options_.horizon_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  }
+  const int64_t wall_ms = WallMillis(options_.clock->WallNow()) +
+                          std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
+  char record[kHorizonRecordBytes + 1];
+  std::snprintf(record, sizeof(record), "%20" PRId64 " %20" PRId64 "\n", wall_ms,
+                static_cast<int64_t>(options_.lease_ttl.count()));
+  if (horizon_fd_ < 0 ||
+      ::pwrite(horizon_fd_, record, kHorizonRecordBytes, 0) != kHorizonRecordBytes ||
+      ::fdatasync(horizon_fd_) != 0) {
+    GetLogger("lease_manager")
+        ->error("cannot record the lease horizon in {}: {}; granting no leases",
+                options_.horizon_path, std::strerror(errno));
+    return false;
+  }
+  horizon_ = next;
+  return true;
 }
 
 // --- Sessions.
@@ -151,7 +220,9 @@ Status LeaseManager::Grant(uint64_t session, std::span<const uint64_t> inos) {
     WaitSlice(lock, give_up);
   }
   Session& s = sessions_[session];
-  const auto expiry = Now() + options_.lease_ttl;
+  const auto now = Now();
+  if (!CoverLocked(now)) return Status::Unavailable("cannot record the lease horizon");
+  const auto expiry = now + options_.lease_ttl;
   for (uint64_t ino : inos) {
     s.leases[ino] = expiry;
     holders_[ino].insert(session);
@@ -164,13 +235,13 @@ std::vector<uint64_t> LeaseManager::Renew(uint64_t session, std::span<const uint
   std::lock_guard lock(mu_);
   std::vector<uint64_t> lost;
   auto it = sessions_.find(session);
-  if (it == sessions_.end() || !it->second.attached) {
+  const auto now = Now();
+  if (it == sessions_.end() || !it->second.attached || !CoverLocked(now)) {
     lost.assign(inos.begin(), inos.end());
     lost.insert(lost.end(), write_inos.begin(), write_inos.end());
     return lost;
   }
   Session& s = it->second;
-  const auto now = Now();
   for (uint64_t ino : inos) {
     auto lease = s.leases.find(ino);
     if (lease == s.leases.end() || lease->second <= now || busy_.contains(ino)) {
@@ -207,6 +278,8 @@ Result<LeaseManager::ChangeGuard> LeaseManager::BeginChange(std::span<const uint
   std::vector<std::pair<InvalidateFn, Invalidation>> sends;
   std::vector<uint64_t> waits;
   std::unique_lock lock(mu_);
+  // A predecessor's leases are unknown, so every change could conflict.
+  while (Now() < grace_until_) WaitSlice(lock, grace_until_);
   const auto give_up = Now() + max_busy_wait_;
   while (AnyBusy(change)) {
     if (Now() >= give_up) {
@@ -287,6 +360,7 @@ void LeaseManager::GrantToOrigin(uint64_t origin, const std::vector<uint64_t>& c
   if (it == sessions_.end() || !it->second.attached) return;
   Session& s = it->second;
   const auto now = Now();
+  if (!CoverLocked(now)) return;
   const auto expiry = now + options_.lease_ttl;
   for (uint64_t ino : inos) {
     const bool ours = std::binary_search(change.begin(), change.end(), ino);
@@ -346,7 +420,7 @@ void LeaseManager::AcquireWrite(uint64_t session, uint64_t ino, WriteGrantFn don
     } else {
       WriteLease& w = writes_[ino];
       const auto now = Now();
-      if (w.holder == session && w.expiry > now) {
+      if (w.holder == session && w.expiry > now && CoverLocked(now)) {
         w.expiry = now + options_.lease_ttl;
         deferred.push_back([done = std::move(done)] { done(Status::Ok()); });
       } else {
@@ -377,7 +451,7 @@ void LeaseManager::MaintainLocked(Deferred* deferred) {
   for (auto it = writes_.begin(); it != writes_.end();) {
     WriteLease& w = it->second;
     if (w.holder != 0 && w.expiry <= now) w.holder = 0;
-    if (w.holder == 0 && !w.queue.empty()) {
+    if (w.holder == 0 && !w.queue.empty() && CoverLocked(now)) {
       WriteWaiter next = std::move(w.queue.front());
       w.queue.pop_front();
       w.holder = next.session;

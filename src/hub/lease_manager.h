@@ -9,6 +9,13 @@
 // each has acknowledged or its revoked leases have expired. The change is
 // committed while the guard lives; destroying the guard ends it.
 //
+// Restarts: a new hub process knows nothing of the leases its predecessor
+// granted, yet spokes may still serve under them. With `horizon_path` set,
+// the manager keeps on disk a wall-clock bound on every expiry it granted
+// (extended by 1.5 TTL at a time, synced before the grant is answered), and
+// a new manager reading an unexpired bound holds every change until it
+// passes (docs/coherence.md, "Hub restart").
+//
 // Time comes from a Clock, so tests drive expiry with a ManualClock: waits
 // re-read the clock at least every `wait_slice`, and a background thread
 // expires write leases (granting queued writers) at that pace.
@@ -47,6 +54,9 @@ struct LeaseManagerOptions {
   std::chrono::milliseconds wait_slice{20};
   // REQUIRES: outlives the manager.
   Clock* clock = Clock::Real();
+  // File holding the lease horizon (see above); empty: none is kept, and
+  // changes never wait for a predecessor's leases.
+  std::string horizon_path;
 };
 
 struct Invalidation {
@@ -136,10 +146,10 @@ class LeaseManager {
     uint64_t origin_ = 0;
   };
   // Starts a change of `inos` made by `origin_session` (0: not a session).
-  // Waits for pending changes on them (kUnavailable after max_busy_wait),
-  // then invalidates every other session's live leases on them and waits
-  // for the acks or the leases' expiry. REQUIRES: the calling thread holds
-  // no other ChangeGuard (changes would deadlock) and no namespace lock.
+  // Waits out the restart grace (see above), then for pending changes on them (kUnavailable after
+  // max_busy_wait), then invalidates every other session's live leases on them and waits for the
+  // acks or the leases' expiry. REQUIRES: the calling thread holds no other ChangeGuard (changes
+  // would deadlock) and no namespace lock.
   Result<ChangeGuard> BeginChange(std::span<const uint64_t> inos, uint64_t origin_session);
 
   // --- Write leases.
@@ -178,6 +188,12 @@ class LeaseManager {
   using Deferred = std::vector<std::function<void()>>;
 
   TimePoint Now() const { return options_.clock->Now(); }
+  // Reads the predecessor's horizon: how long changes must wait for it.
+  std::chrono::milliseconds LoadHorizon();
+  // Makes sure the persisted horizon covers leases granted at `now` for one
+  // TTL; false if it could not be written (then nothing may be granted).
+  // REQUIRES: mu_ held.
+  bool CoverLocked(TimePoint now);
   // Waits on cv_ until `deadline` (by the clock) or a notification,
   // sleeping at most wait_slice. REQUIRES: `lock` holds mu_.
   void WaitSlice(std::unique_lock<std::mutex>& lock, TimePoint deadline);
@@ -209,6 +225,10 @@ class LeaseManager {
   uint64_t invalidations_sent_ = 0;                        // guarded by mu_
   uint64_t changes_ = 0;                                   // guarded by mu_
   uint64_t changes_waited_ = 0;                            // guarded by mu_
+
+  int horizon_fd_ = -1;    // guarded by mu_
+  TimePoint horizon_;      // guarded by mu_: what the file covers
+  TimePoint grace_until_;  // changes wait until then (a predecessor's leases)
 
   std::mutex maintenance_mu_;
   std::condition_variable_any maintenance_cv_;

@@ -148,6 +148,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   hub::LeaseManagerOptions lease_options;
   lease_options.lease_ttl = std::chrono::milliseconds(
       std::max<int64_t>(1, static_cast<int64_t>(flags.lease_ttl_seconds * 1000)));
+  lease_options.horizon_path = data_dir + "/lease-horizon";
   hub::LeaseManager leases(lease_options);
 
   hub::HubServiceOptions service_options;

@@ -11,7 +11,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
+#include <string_view>
 
 namespace geofs::nfs3 {
 namespace {
@@ -86,6 +88,73 @@ std::string DirectoryOf(const std::string& path) {
 
 }  // namespace
 
+// A direct-mapped table of (handle body, MAC) pairs, each slot guarded by a
+// sequence lock: a reader that overlaps a writer sees a changed sequence
+// and treats the slot as a miss; a writer that finds a slot being written
+// skips it. Every field is an atomic accessed relaxed between the sequence
+// loads and stores, as a seqlock needs to be free of data races.
+class HandleCodec::MacMemo {
+ public:
+  static constexpr size_t kSlots = 1 << 14;
+  static constexpr size_t kBodyWords = (kHeaderBytes + vfs::kMaxHandleBytes + 7) / 8;
+  static constexpr size_t kMacWords = kMacBytes / 8;
+
+  // Copies the remembered MAC of `body` into `mac`; false if none is.
+  bool Find(std::span<const uint8_t> body, uint8_t* mac) const {
+    const Slot& slot = slots_[SlotOf(body)];
+    const uint64_t seq = slot.seq.load(std::memory_order_acquire);
+    if ((seq & 1) != 0 || slot.body_bytes.load(std::memory_order_relaxed) != body.size()) {
+      return false;
+    }
+    uint64_t words[kBodyWords + kMacWords];
+    const size_t body_words = (body.size() + 7) / 8;
+    for (size_t i = 0; i < body_words; ++i) words[i] = slot.body[i].load(std::memory_order_relaxed);
+    for (size_t i = 0; i < kMacWords; ++i) {
+      words[kBodyWords + i] = slot.mac[i].load(std::memory_order_relaxed);
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (slot.seq.load(std::memory_order_relaxed) != seq) return false;
+    if (std::memcmp(words, body.data(), body.size()) != 0) return false;
+    std::memcpy(mac, words + kBodyWords, kMacBytes);
+    return true;
+  }
+
+  // Remembers that `mac` is the MAC of `body`.
+  void Store(std::span<const uint8_t> body, const uint8_t* mac) {
+    Slot& slot = slots_[SlotOf(body)];
+    uint64_t seq = slot.seq.load(std::memory_order_relaxed);
+    if ((seq & 1) != 0 ||
+        !slot.seq.compare_exchange_strong(seq, seq + 1, std::memory_order_relaxed)) {
+      return;  // another thread is writing it
+    }
+    std::atomic_thread_fence(std::memory_order_release);
+    uint64_t words[kBodyWords + kMacWords] = {};
+    std::memcpy(words, body.data(), body.size());
+    std::memcpy(words + kBodyWords, mac, kMacBytes);
+    slot.body_bytes.store(body.size(), std::memory_order_relaxed);
+    for (size_t i = 0; i < kBodyWords; ++i) slot.body[i].store(words[i], std::memory_order_relaxed);
+    for (size_t i = 0; i < kMacWords; ++i) {
+      slot.mac[i].store(words[kBodyWords + i], std::memory_order_relaxed);
+    }
+    slot.seq.store(seq + 2, std::memory_order_release);
+  }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> seq{0};  // odd while being written
+    std::atomic<uint64_t> body_bytes{0};
+    std::atomic<uint64_t> body[kBodyWords] = {};
+    std::atomic<uint64_t> mac[kMacWords] = {};
+  };
+
+  static size_t SlotOf(std::span<const uint8_t> body) {
+    const std::string_view bytes(reinterpret_cast<const char*>(body.data()), body.size());
+    return std::hash<std::string_view>()(bytes) & (kSlots - 1);
+  }
+
+  std::unique_ptr<Slot[]> slots_ = std::make_unique<Slot[]>(kSlots);
+};
+
 HandleCodec::Key HandleCodec::RandomKey() {
   Key key;
   if (RAND_bytes(key.data(), static_cast<int>(key.size())) != 1) {
@@ -123,7 +192,8 @@ Result<HandleCodec::Key> HandleCodec::LoadOrCreateKey(const std::string& path) {
   return ReadKeyFile(path);
 }
 
-HandleCodec::HandleCodec(const Key& key) : serial_(next_serial.fetch_add(1)) {
+HandleCodec::HandleCodec(const Key& key)
+    : memo_(std::make_unique<MacMemo>()), serial_(next_serial.fetch_add(1)) {
   EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
   EVP_MAC_CTX* ctx = mac ? EVP_MAC_CTX_new(mac) : nullptr;
   EVP_MAC_free(mac);  // the context holds its own reference
@@ -158,6 +228,12 @@ void HandleCodec::Mac(std::span<const uint8_t> data, uint8_t* out) const {
   std::memcpy(out, full, kMacBytes);
 }
 
+void HandleCodec::MacOf(std::span<const uint8_t> body, uint8_t* out) const {
+  if (memo_->Find(body, out)) return;
+  Mac(body, out);
+  memo_->Store(body, out);
+}
+
 FileHandle HandleCodec::Encode(uint32_t export_id, const vfs::Handle& handle) const {
   FileHandle fh;
   uint8_t* p = fh.bytes_.data();
@@ -165,7 +241,7 @@ FileHandle HandleCodec::Encode(uint32_t export_id, const vfs::Handle& handle) co
   StoreBe32(p + 1, export_id);
   std::memcpy(p + kHeaderBytes, handle.bytes().data(), handle.size());
   size_t body = kHeaderBytes + handle.size();
-  Mac({p, body}, p + body);
+  MacOf({p, body}, p + body);
   fh.size_ = static_cast<uint8_t>(body + kMacBytes);
   return fh;
 }
@@ -177,7 +253,7 @@ Result<DecodedHandle> HandleCodec::Decode(std::span<const uint8_t> fh) const {
   }
   size_t body = fh.size() - kMacBytes;
   uint8_t expected[kMacBytes];
-  Mac(fh.first(body), expected);
+  MacOf(fh.first(body), expected);
   if (CRYPTO_memcmp(expected, fh.data() + body, kMacBytes) != 0) {
     return Status::BadHandle("file handle failed authentication");
   }

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -40,6 +41,13 @@ struct DecodedHandle {
 };
 
 // Thread-safe: Encode and Decode may be called from any thread at once.
+//
+// Both remember recently computed MACs (a fixed-size, lock-free table of
+// about 1.3 MB), so encoding the same objects again (every READDIRPLUS page
+// of a directory listed before, LOOKUP replies) and authenticating the
+// handles clients send back cost a table probe instead of an HMAC. Only
+// MACs computed here with the key enter the table, and a presented MAC is
+// compared with a remembered one in constant time.
 class HandleCodec {
  public:
   using Key = std::array<uint8_t, 32>;
@@ -69,6 +77,13 @@ class HandleCodec {
   // HMAC-SHA256(key, data) truncated to kMacBytes.
   void Mac(std::span<const uint8_t> data, uint8_t* out) const;
 
+  class MacMemo;
+
+  // The MAC of `body` (version, export id, backend handle) into `out`,
+  // from the memo or computed (and remembered).
+  void MacOf(std::span<const uint8_t> body, uint8_t* out) const;
+
+  const std::unique_ptr<MacMemo> memo_;
   // Keyed HMAC state that threads clone their per-thread context from
   // (an EVP_MAC_CTX; kept opaque so that OpenSSL stays out of this header).
   void* keyed_ctx_ = nullptr;

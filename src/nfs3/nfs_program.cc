@@ -35,6 +35,7 @@ uint32_t NfsProgram::min_version() const { return kNfsVersion; }
 uint32_t NfsProgram::max_version() const { return kNfsVersion; }
 
 bool NfsProgram::RunsInline(const rpc::CallContext& ctx) const {
+  const auto& exports = nfs_.exports->exports();
   switch (static_cast<NfsProc>(ctx.procedure)) {
     case NfsProc::kNull:
       return true;
@@ -43,8 +44,21 @@ bool NfsProgram::RunsInline(const rpc::CallContext& ctx) const {
     case NfsProc::kGetattr:
     case NfsProc::kLookup:
     case NfsProc::kAccess:
-      return std::all_of(nfs_.exports->exports().begin(), nfs_.exports->exports().end(),
+      return std::all_of(exports.begin(), exports.end(),
                          [](const auto& e) { return e->backend->QuickMetadata(); });
+    case NfsProc::kSetattr:
+    case NfsProc::kCreate:
+    case NfsProc::kMkdir:
+    case NfsProc::kSymlink:
+    case NfsProc::kMknod:
+    case NfsProc::kRemove:
+    case NfsProc::kRmdir:
+    case NfsProc::kRename:
+    case NfsProc::kLink:
+      // A failure reply asks the backend for attributes (QuickMetadata).
+      return std::all_of(exports.begin(), exports.end(), [](const auto& e) {
+        return e->backend->QuickMetadata() && e->backend->QuickChanges();
+      });
     default:
       return false;
   }

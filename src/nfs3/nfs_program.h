@@ -49,7 +49,9 @@ class NfsProgram : public rpc::Program {
   void Dispatch(const rpc::CallContext& ctx, std::span<const uint8_t> args,
                 rpc::Responder respond) override;
   // NULL always; GETATTR, LOOKUP, ACCESS, FSINFO and PATHCONF when every
-  // export's backend has QuickMetadata().
+  // export's backend has QuickMetadata(); SETATTR and the namespace changes
+  // (CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK) when every
+  // backend also has QuickChanges().
   bool RunsInline(const rpc::CallContext& ctx) const override;
 
   const WriteVerifier& write_verifier() const { return nfs_.write_verifier; }

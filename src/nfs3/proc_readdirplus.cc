@@ -10,6 +10,10 @@ namespace {
 constexpr size_t kMinPlusEntryBytes = kMinDirEntryBytes + kPostOpAttrBytes + 4 + 4 +
                                       xdr::Pad4(HandleCodec::kHeaderBytes + HandleCodec::kMacBytes);
 
+// An entryplus3 with a name of up to 16 bytes and a handle of up to 48.
+constexpr size_t kTypicalPlusEntryBytes =
+    DirEntryBytes(16) + kPostOpAttrBytes + 4 + 4 + xdr::Pad4(48);
+
 }  // namespace
 
 // `maxcount` bounds the whole encoded READDIRPLUS3resok exactly. `dircount`
@@ -39,6 +43,9 @@ void ProcReaddirplus(const NfsContext& nfs, const rpc::CallContext& ctx, xdr::De
         if (!r.ok()) return call->Fail(r.status());
         const vfs::DirPage& page = *r;
         xdr::Encoder e = NfsCall::OkBody();
+        // Room for the page at typical name and handle sizes, at once.
+        e.ReserveInline(
+            std::min(budget, kDirReplyFixedBytes + page.entries.size() * kTypicalPlusEntryBytes));
         EncodePostOpAttr(e, page.dir_attr, call->fsid());
         e.U64(page.verifier);
         size_t used = kDirReplyFixedBytes - (page.dir_attr ? 0 : kFattrBytes);

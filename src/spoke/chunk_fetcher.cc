@@ -1,5 +1,7 @@
 #include "spoke/chunk_fetcher.h"
 
+#include <algorithm>
+
 #include "chunk/chunk_codec.h"
 #include "common/logging.h"
 #include "spoke/hub_link.h"
@@ -12,25 +14,32 @@ constexpr size_t kMaxIdsPerCall = 1024;
 
 }  // namespace
 
-void ChunkFetcher::Get(const chunk::ChunkId& id, Callback cb) {
-  cache_->Get(id, [this, id, cb = std::move(cb)](Result<Buffer> cached) mutable {
-    if (cached.ok()) {
-      ++hits_;
-      bytes_from_cache_ += cached->size();
-      return cb(std::move(cached));
-    }
-    {
-      std::lock_guard lock(mu_);
-      auto [it, fresh] = inflight_.try_emplace(id);
-      it->second.push_back(std::move(cb));
-      if (!fresh) {
-        ++shared_;
-        return;
-      }
-    }
-    ++misses_;
-    FetchFromHub({id});
-  });
+void ChunkFetcher::GetRange(const chunk::ChunkId& id, uint64_t offset, uint64_t length,
+                            Callback cb) {
+  cache_->GetRange(id, offset, length,
+                   [this, id, offset, length, cb = std::move(cb)](Result<Buffer> cached) mutable {
+                     if (cached.ok()) {
+                       ++hits_;
+                       bytes_from_cache_ += cached->size();
+                       return cb(std::move(cached));
+                     }
+                     Callback cut = [offset, length, cb = std::move(cb)](Result<Buffer> raw) {
+                       if (!raw.ok()) return cb(std::move(raw));
+                       uint64_t from = std::min<uint64_t>(offset, raw->size());
+                       cb(raw->Slice(from, std::min<uint64_t>(length, raw->size() - from)));
+                     };
+                     {
+                       std::lock_guard lock(mu_);
+                       auto [it, fresh] = inflight_.try_emplace(id);
+                       it->second.push_back(std::move(cut));
+                       if (!fresh) {
+                         ++shared_;
+                         return;
+                       }
+                     }
+                     ++misses_;
+                     FetchFromHub({id});
+                   });
 }
 
 void ChunkFetcher::Prefetch(const std::vector<chunk::ChunkId>& ids) {

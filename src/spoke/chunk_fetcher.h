@@ -2,7 +2,10 @@
 // hub (ReadChunks accepting ZSTD; decoded and verified against the id
 // before use, then stored in the cache).
 //
-// Concurrent requests for a chunk that is being fetched share that fetch.
+// A ranged request reads only its range from the cache; on a miss the chunk
+// is fetched whole (its SHA-256 covers all of it), stored, and the range is
+// cut from it. Concurrent requests for a chunk that is being fetched share
+// that fetch.
 // Prefetch starts fetches nobody waits for yet (readahead), batched into one
 // ReadChunks call.
 //
@@ -43,8 +46,9 @@ class ChunkFetcher {
   // REQUIRES: `link` and `cache` outlive the fetcher.
   ChunkFetcher(HubLink* link, cache::ChunkCache* cache) : link_(link), cache_(cache) {}
 
-  // The raw bytes of `id`.
-  void Get(const chunk::ChunkId& id, Callback cb);
+  // Bytes [offset, offset + length) of chunk `id`, cut at the chunk's end
+  // (the caller checks the size it got).
+  void GetRange(const chunk::ChunkId& id, uint64_t offset, uint64_t length, Callback cb);
   // Starts fetching those of `ids` that are neither cached nor in flight.
   void Prefetch(const std::vector<chunk::ChunkId>& ids);
 

@@ -57,6 +57,12 @@ struct HubLinkOptions {
   // departure and the hub's grant never makes the spoke trust a lease the
   // hub has already let go. Capped at a quarter of the ttl.
   std::chrono::milliseconds lease_margin{500};
+  // HTTP/2 pings on the connection: a hub that stops answering them for
+  // keepalive_timeout (stopped, or cut off without a reset) fails every
+  // call in flight at once instead of at its deadline, and marks the link
+  // down (its leases then run out and the portal answers JUKEBOX).
+  std::chrono::milliseconds keepalive_time{2'000};
+  std::chrono::milliseconds keepalive_timeout{3'000};
   std::chrono::milliseconds backoff_initial{100};
   std::chrono::milliseconds backoff_max{10'000};
   // How often to ask again for a session from a hub that lacks them.

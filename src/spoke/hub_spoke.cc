@@ -2,7 +2,8 @@
 
 #include <cctype>
 #include <filesystem>
-#include <sstream>
+#include <thread>
+#include <vector>
 
 #include "cache/chunk_cache.h"
 #include "spoke/hub_link.h"
@@ -24,12 +25,6 @@ Result<std::unique_ptr<WriteJournal>> OpenJournal(const HubSpokeOptions& options
   WriteJournalOptions journal_options;
   journal_options.dir = options.cache_dir + "/journal";
   return WriteJournal::Open(journal_options);
-}
-
-void Metric(std::ostringstream& out, const char* name, const char* help, const char* type,
-            const std::string& labels, double value) {
-  out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n"
-      << name << "{" << labels << "} " << value << "\n";
 }
 
 }  // namespace
@@ -99,9 +94,17 @@ Result<std::unique_ptr<HubSpoke>> HubSpoke::Open(const HubSpokeOptions& options,
 
   if (options.metrics_port) {
     HubSpoke* self = spoke.get();
+    std::vector<HttpRoute> routes = {
+        {"/metrics", "text/plain; version=0.0.4", [self] { return self->MetricsText(); }},
+        {"/stats.json", "application/json",
+         [self] {
+           SpokeCounters c = self->Counters();
+           return RenderJson({&c, 1});
+         }},
+    };
     GEOFS_ASSIGN_OR_RETURN(spoke->metrics_,
                            MetricsHttpServer::Start(options.metrics_address, *options.metrics_port,
-                                                    [self] { return self->MetricsText(); }));
+                                                    std::move(routes)));
   }
   return spoke;
 }
@@ -123,37 +126,43 @@ std::optional<uint16_t> HubSpoke::metrics_port() const {
   return metrics_->port();
 }
 
+SpokeCounters HubSpoke::Counters() const {
+  const SpokeStats s = backend_->Stats();
+  const LinkState link = link_->state();
+  const WriteJournalStats journal = journal_->Stats();
+  SpokeCounters c;
+  c.export_path = options_.portal;
+  c.hub = options_.hub;
+  c.metadata_hits = s.metadata_hits;
+  c.metadata_misses = s.metadata_misses;
+  c.chunk_hits = s.chunk_hits;
+  c.chunk_misses = s.chunk_misses;
+  c.bytes_from_hub = s.bytes_from_hub;
+  c.bytes_from_cache = s.bytes_from_cache;
+  c.leases_held = s.leases_held;
+  c.invalidations = s.invalidations;
+  c.journal_files = journal.pending_files;
+  c.journal_bytes = journal.pending_bytes;
+  c.journal_log_bytes = journal.log_bytes;
+  // A transport failure marks the link down; an open session means up; a
+  // hub that answers without a session is being re-established.
+  if (!link.connected) {
+    c.hub_link = HubLinkState::kDown;
+  } else if (link.session == 0) {
+    c.hub_link = HubLinkState::kReconnecting;
+  } else {
+    c.hub_link = HubLinkState::kUp;
+  }
+  c.hub_state_seconds = s.hub_state_seconds;
+  c.session = link.session;
+  c.hub_reconnects = link.reconnects;
+  c.immutable = s.immutable;
+  return c;
+}
+
 std::string HubSpoke::MetricsText() const {
-  SpokeStats s = backend_->Stats();
-  std::ostringstream out;
-  const std::string labels = "export=\"" + options_.portal + "\"";
-  Metric(out, "geofs_spoke_metadata_hits_total", "Metadata answered from the cache", "counter",
-         labels, static_cast<double>(s.metadata_hits));
-  Metric(out, "geofs_spoke_metadata_misses_total", "Metadata fetched from the hub", "counter",
-         labels, static_cast<double>(s.metadata_misses));
-  Metric(out, "geofs_spoke_chunk_hits_total", "Chunks read from the cache", "counter", labels,
-         static_cast<double>(s.chunk_hits));
-  Metric(out, "geofs_spoke_chunk_misses_total", "Chunks fetched from the hub", "counter", labels,
-         static_cast<double>(s.chunk_misses));
-  Metric(out, "geofs_spoke_bytes_from_hub_total", "Chunk bytes received from the hub", "counter",
-         labels, static_cast<double>(s.bytes_from_hub));
-  Metric(out, "geofs_spoke_bytes_from_cache_total", "Chunk bytes served from the cache", "counter",
-         labels, static_cast<double>(s.bytes_from_cache));
-  Metric(out, "geofs_spoke_leases_held", "Inodes under a live lease", "gauge", labels,
-         static_cast<double>(s.leases_held));
-  Metric(out, "geofs_spoke_invalidations_total", "Invalidations received from the hub", "counter",
-         labels, static_cast<double>(s.invalidations));
-  Metric(out, "geofs_spoke_journal_bytes", "Written bytes not yet committed at the hub", "gauge",
-         labels, static_cast<double>(s.journal_bytes));
-  Metric(out, "geofs_spoke_hub_connected", "1 when the hub answers", "gauge", labels,
-         s.hub_connected ? 1 : 0);
-  Metric(out, "geofs_spoke_hub_state_seconds", "Time in the current hub link state", "gauge",
-         labels, s.hub_state_seconds);
-  Metric(out, "geofs_spoke_session", "Hub session id (0: none)", "gauge", labels,
-         static_cast<double>(s.session));
-  Metric(out, "geofs_spoke_immutable", "1 when the portal is served as immutable", "gauge", labels,
-         s.immutable ? 1 : 0);
-  return out.str();
+  SpokeCounters c = Counters();
+  return RenderPrometheus({&c, 1});
 }
 
 Status HubSpoke::Shutdown() {

@@ -1,6 +1,7 @@
 // HubSpoke: the parts of geofs-spoked in hub mode, wired together: the hub
 // link, the chunk cache, the write journal, the SpokeBackend over them, and
-// the metrics endpoint. Layout of the cache directory:
+// the metrics endpoint (GET /metrics: Prometheus text; GET /stats.json: the
+// same counters as JSON, what `geofsctl --spoke ADDR stats` reads). Layout of the cache directory:
 //   chunks/   the chunk cache        journal/  the write journal
 //   state/    spoke id, last session, the file-handle key
 #pragma once
@@ -12,6 +13,7 @@
 
 #include "geofs/status.h"
 #include "geofs/vfs.h"
+#include "spoke/spoke_counters.h"
 
 namespace geofs::cache {
 class ChunkCache;
@@ -49,7 +51,9 @@ class HubSpoke {
   std::string state_dir() const { return options_.cache_dir + "/state"; }
   // The bound metrics port, when serving metrics.
   std::optional<uint16_t> metrics_port() const;
-  // Prometheus text of the counters.
+  // One snapshot of the export's counters. Thread-safe.
+  SpokeCounters Counters() const;
+  // Counters() as Prometheus text.
   std::string MetricsText() const;
   // Syncs the journal and commits what it holds (shutdown).
   Status Shutdown();

@@ -17,6 +17,7 @@
 #include "hub/chunk_upload.h"
 #include "hub/grpc_status.h"
 #include "hub/parallel.h"
+#include "hub/proto_convert.h"
 
 namespace geofs::spoke {
 namespace {
@@ -66,6 +67,7 @@ struct Prepared {
 struct FileVersion {
   uint64_t version = 0;
   uint64_t size = 0;
+  WallTime mtime;  // what the writes' replies told clients; zero: the hub's clock
 };
 
 }  // namespace
@@ -292,6 +294,7 @@ JournalUploader::Impl::Outcome JournalUploader::Impl::UploadFile(const FileKey& 
   } releaser{hooks_, file};
 
   FileVersion fv;
+  fv.mtime = pending->mtime;
   s = FetchVersion(file, &fv);
   if (Gone(s)) return DiscardFile(file, s, out);
   if (!s.ok()) {
@@ -438,6 +441,7 @@ Status JournalUploader::Impl::CommitOnce(const FileKey& file, const CommitPart& 
   req.set_length(part.length);
   for (const v1::Extent& e : part.extents) *req.add_extents() = e;
   req.set_new_size(std::max(fv->size, part.offset + part.length));
+  if (fv->mtime != WallTime{}) *req.mutable_mtime() = hub::ToProto(fv->mtime);
   v1::CommitFileResponse resp;
   GEOFS_RETURN_IF_ERROR(Call(&v1::Hub::StubInterface::CommitFile, req, &resp));
   fv->version = resp.version();

@@ -8,11 +8,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 namespace geofs::spoke {
 namespace {
 
-// Requests are tiny; anything longer is not a metrics scrape.
+// Requests are tiny; anything longer is not a scrape.
 constexpr size_t kMaxRequestBytes = 8192;
 constexpr int kPollMs = 200;
 constexpr int kClientTimeoutMs = 2000;
@@ -38,10 +39,22 @@ bool ReadHead(int fd, std::string* head) {
   return true;
 }
 
+std::string Response(std::string_view status, std::string_view content_type,
+                     std::string_view body) {
+  std::string out = "HTTP/1.0 ";
+  out += status;
+  out += "\r\nContent-Type: ";
+  out += content_type;
+  out += "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
+  out += body;
+  return out;
+}
+
 }  // namespace
 
-Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
-    const std::string& address, uint16_t port, std::function<std::string()> render) {
+Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(const std::string& address,
+                                                                    uint16_t port,
+                                                                    std::vector<HttpRoute> routes) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::FromErrno(errno, "metrics socket");
   int one = 1;
@@ -61,11 +74,11 @@ Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   socklen_t len = sizeof(addr);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   return std::unique_ptr<MetricsHttpServer>(
-      new MetricsHttpServer(fd, ntohs(addr.sin_port), std::move(render)));
+      new MetricsHttpServer(fd, ntohs(addr.sin_port), std::move(routes)));
 }
 
-MetricsHttpServer::MetricsHttpServer(int fd, uint16_t port, std::function<std::string()> render)
-    : fd_(fd), port_(port), render_(std::move(render)) {
+MetricsHttpServer::MetricsHttpServer(int fd, uint16_t port, std::vector<HttpRoute> routes)
+    : fd_(fd), port_(port), routes_(std::move(routes)) {
   thread_ = std::jthread([this](std::stop_token stop) { Serve(stop); });
 }
 
@@ -82,20 +95,28 @@ void MetricsHttpServer::Serve(std::stop_token stop) {
     int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (client < 0) continue;
     std::string head;
-    if (ReadHead(client, &head)) {
-      std::string body;
-      std::string status = "200 OK";
-      if (head.rfind("GET ", 0) == 0) {
-        body = render_();
-      } else {
-        status = "405 Method Not Allowed";
-      }
-      SendAll(client, "HTTP/1.0 " + status +
-                          "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
-    }
+    if (ReadHead(client, &head)) SendAll(client, Respond(head));
     ::close(client);
   }
+}
+
+std::string MetricsHttpServer::Respond(const std::string& head) const {
+  constexpr std::string_view kText = "text/plain; charset=utf-8";
+  // Request line: METHOD SP TARGET SP VERSION.
+  const size_t method_end = head.find(' ');
+  const size_t target_end = head.find_first_of(" \r", method_end + 1);
+  if (method_end == std::string::npos || target_end == std::string::npos) {
+    return Response("400 Bad Request", kText, "bad request line\n");
+  }
+  if (head.compare(0, method_end, "GET") != 0) {
+    return Response("405 Method Not Allowed", kText, "only GET\n");
+  }
+  std::string_view target(head.data() + method_end + 1, target_end - method_end - 1);
+  target = target.substr(0, target.find('?'));
+  for (const HttpRoute& route : routes_) {
+    if (target == route.path) return Response("200 OK", route.content_type, route.render());
+  }
+  return Response("404 Not Found", kText, "no such path\n");
 }
 
 }  // namespace geofs::spoke

@@ -97,7 +97,12 @@ Status SpokeBackend::CheckWritable() const {
 
 vfs::Attr SpokeBackend::Patched(const FileKey& key, vfs::Attr attr) const {
   if (!journal_ || attr.type != vfs::FileType::kRegular) return attr;
-  if (auto pending = journal_->Pending(key)) attr.size = std::max(attr.size, pending->end);
+  if (auto pending = journal_->Pending(key)) {
+    attr.size = std::max(attr.size, pending->end);
+    // mtime is what the writes' replies said and what the hub will record;
+    // ctime stays the hub's, which SETATTR guards are checked against.
+    attr.mtime = std::max(attr.mtime, pending->mtime);
+  }
   return attr;
 }
 

@@ -60,15 +60,16 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
         parts[0].offset + parts[0].length >= end_) {
       MapExtent e = parts[0];
       auto self = shared_from_this();
-      fetcher->Get(e.id, [self, e](Result<Buffer> raw) {
-        if (!raw.ok()) return self->cb_(raw.status());
-        if (raw->size() < e.chunk_offset + e.length) {
-          return self->cb_(Status::IoError("chunk " + e.id.ToHex() + " is short"));
-        }
-        self->reply_.data =
-            raw->Slice(e.chunk_offset + (self->begin_ - e.offset), self->end_ - self->begin_);
-        self->cb_(std::move(self->reply_));
-      });
+      uint64_t want = end_ - begin_;
+      fetcher->GetRange(
+          e.id, e.chunk_offset + (begin_ - e.offset), want, [self, e, want](Result<Buffer> raw) {
+            if (!raw.ok()) return self->cb_(raw.status());
+            if (raw->size() < want) {
+              return self->cb_(Status::IoError("chunk " + e.id.ToHex() + " is short"));
+            }
+            self->reply_.data = std::move(raw).value();
+            self->cb_(std::move(self->reply_));
+          });
       return;
     }
     buffer_ = Buffer::Allocate(end_ - begin_, &out_);
@@ -76,17 +77,18 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
     remaining_ = parts.size() + 1;
     for (const MapExtent& e : parts) {
       auto self = shared_from_this();
-      fetcher->Get(e.id, [self, e](Result<Buffer> raw) {
-        if (!raw.ok()) return self->Done(raw.status());
-        if (raw->size() < e.chunk_offset + e.length) {
-          return self->Done(Status::IoError("chunk " + e.id.ToHex() + " is short"));
-        }
-        uint64_t from = std::max(e.offset, self->begin_);
-        uint64_t to = std::min(e.offset + e.length, self->end_);
-        std::memcpy(self->out_ + (from - self->begin_),
-                    raw->data() + e.chunk_offset + (from - e.offset), to - from);
-        self->Done(Status::Ok());
-      });
+      uint64_t from = std::max(e.offset, begin_);
+      uint64_t to = std::min(e.offset + e.length, end_);
+      fetcher->GetRange(
+          e.id, e.chunk_offset + (from - e.offset), to - from,
+          [self, e, from, to](Result<Buffer> raw) {
+            if (!raw.ok()) return self->Done(raw.status());
+            if (raw->size() < to - from) {
+              return self->Done(Status::IoError("chunk " + e.id.ToHex() + " is short"));
+            }
+            std::memcpy(self->out_ + (from - self->begin_), raw->data(), to - from);
+            self->Done(Status::Ok());
+          });
     }
     Done(Status::Ok());
   }

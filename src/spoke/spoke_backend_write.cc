@@ -26,6 +26,9 @@ using v1::Hub;
 // How long a change waits for the file's journalled writes to reach the hub
 // before it is answered kUnavailable (NFS3ERR_JUKEBOX: the client retries).
 constexpr std::chrono::seconds kFlushTimeout{30};
+// Beyond a write's own bytes, what a journal append may need: a record
+// header, and a new segment's first block.
+constexpr uint64_t kJournalSlack = 1 << 20;
 // How long shutdown waits for the journal to reach the hub; what is left
 // is uploaded after the next start.
 constexpr std::chrono::seconds kShutdownFlushTimeout{20};
@@ -64,8 +67,10 @@ void SpokeBackend::SetAttr(const vfs::Credentials& cred, const vfs::Handle& h,
   auto key = KeyOr(h, cb);
   if (!key) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
-  // Journalled writes came before a truncation: it must cut them too.
-  if (attrs.size && uploader_) {
+  // Journalled writes came before this change: a truncation must cut them,
+  // and an explicit mtime must not be overwritten when they reach the hub.
+  if ((attrs.size || attrs.mtime_how != vfs::TimeUpdate::kDontChange) && uploader_ &&
+      journal_->Pending(*key)) {
     if (Status s = uploader_->Flush(*key, kFlushTimeout); !s.ok()) return cb(s);
   }
   auto req = WithCred<v1::SetAttrRequest>(cred);
@@ -257,7 +262,14 @@ void SpokeBackend::Write(const vfs::Credentials& cred, const vfs::Handle& h, uin
   }
   vfs::WriteReply reply;
   reply.wcc.before = vfs::ToWcc(*attr);
-  auto seq = journal_->Append(*key, offset, data.span());
+  const WallTime now = options_.clock->WallNow();
+  auto seq = journal_->Append(*key, offset, data.span(), now);
+  // The journal shares its file system with the chunk cache: cached chunks
+  // can always be fetched again, journalled writes cannot, so make room.
+  if (!seq.ok() && seq.status().code() == StatusCode::kNoSpace && cache_ != nullptr &&
+      cache_->Shrink(2 * data.size() + kJournalSlack) > 0) {
+    seq = journal_->Append(*key, offset, data.span(), now);
+  }
   if (!seq.ok()) return cb(seq.status());
   reply.count = static_cast<uint32_t>(data.size());
   reply.committed = stability;
@@ -267,7 +279,7 @@ void SpokeBackend::Write(const vfs::Credentials& cred, const vfs::Handle& h, uin
   uploader_->Kick();
   vfs::Attr after = *attr;
   after.size = std::max(after.size, offset + data.size());
-  after.mtime = after.ctime = options_.clock->WallNow();
+  after.mtime = after.ctime = now;
   reply.wcc.after = Patched(*key, after);
   cb(std::move(reply));
 }

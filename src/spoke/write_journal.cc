@@ -90,6 +90,8 @@ std::optional<Record> DecodeHeader(const uint8_t* h) {
   return r;
 }
 
+constexpr char kReserveName[] = "reserve";
+
 std::string SegmentName(uint64_t number) {
   char name[32];
   std::snprintf(name, sizeof(name), "seg-%016llx.log", static_cast<unsigned long long>(number));
@@ -158,6 +160,7 @@ struct FileState {
   uint64_t since_seq = 0;            // orders PendingFiles (oldest first)
   uint64_t last_seq = 0;             // the newest write still (partly) pending
   uint64_t bytes = 0;
+  WallTime mtime;  // see FilePending::mtime
 };
 
 class LogJournal final : public WriteJournal {
@@ -166,12 +169,13 @@ class LogJournal final : public WriteJournal {
       : options_(std::move(options)), io_(options_.io ? options_.io : JournalIo::Default()) {}
   ~LogJournal() override {
     if (dir_fd_ >= 0) ::close(dir_fd_);
+    if (reserve_fd_ >= 0) ::close(reserve_fd_);
   }
 
   Status Init();
 
-  Result<uint64_t> Append(const FileKey& file, uint64_t offset,
-                          std::span<const uint8_t> data) override;
+  Result<uint64_t> Append(const FileKey& file, uint64_t offset, std::span<const uint8_t> data,
+                          WallTime mtime) override;
   Status Sync() override;
   std::vector<PendingRange> Read(const FileKey& file, uint64_t offset,
                                  uint64_t length) const override;
@@ -203,14 +207,22 @@ class LogJournal final : public WriteJournal {
   void AddPiece(FileState& f, uint64_t offset, Piece p);
   std::map<uint64_t, Piece>::iterator ErasePiece(FileState& f,
                                                  std::map<uint64_t, Piece>::iterator it);
-  // Deletes dead segments, oldest first. REQUIRES: mu_ held.
+  // Deletes dead segments, oldest first (recycling a dead active one), and
+  // restores the reserve if it was used. REQUIRES: mu_ held.
   void CollectSegments();
+  // The reserve: space held for release records (which only ever free
+  // space), so that a journal that filled the disk can still drain.
+  // Best effort. REQUIRES: mu_ held (or during Init).
+  void CreateReserve();
+  // Frees the reserve; false if there was none. REQUIRES: mu_ held.
+  bool DropReserve();
   FilePending Describe(const FileKey& key, const FileState& f) const;
 
   const WriteJournalOptions options_;
   const std::shared_ptr<JournalIo> io_;
   std::shared_ptr<spdlog::logger> log_ = GetLogger("spoke.journal");
   int dir_fd_ = -1;
+  int reserve_fd_ = -1;  // guarded by mu_
 
   mutable std::mutex mu_;
   std::condition_variable sync_cv_;
@@ -367,6 +379,7 @@ Status LogJournal::WriteRecord(const Record& r, std::span<const uint8_t> payload
     }
     const ssize_t n = io_->Pwritev(seg.fd, part, count, static_cast<off_t>(seg.size + done));
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == ENOSPC && payload.empty() && DropReserve()) continue;
     if (n <= 0) {
       const int err = n < 0 ? errno : EIO;
       // Nothing of a failed record may stay visible: a replay would stop
@@ -383,7 +396,7 @@ Status LogJournal::WriteRecord(const Record& r, std::span<const uint8_t> payload
 }
 
 Result<uint64_t> LogJournal::Append(const FileKey& file, uint64_t offset,
-                                    std::span<const uint8_t> data) {
+                                    std::span<const uint8_t> data, WallTime mtime) {
   if (data.size() > kMaxRecordPayload) {
     return Status::InvalidArgument("write journal: a write is at most 1 GiB");
   }
@@ -402,6 +415,8 @@ Result<uint64_t> LogJournal::Append(const FileKey& file, uint64_t offset,
   ++appends_;
   const std::shared_ptr<Segment>& seg = segments_.back();
   Insert(file, offset, offset + data.size(), r.seq, seg, seg->size - data.size());
+  FileState& f = files_[file];
+  f.mtime = std::max(f.mtime, mtime);
   return r.seq;
 }
 
@@ -512,6 +527,14 @@ void LogJournal::Remove(const FileKey& file, uint64_t upto, uint64_t lo, uint64_
 }
 
 void LogJournal::CollectSegments() {
+  // An active segment that holds only released writes is recycled too:
+  // otherwise its dead bytes would stay until it reached segment_bytes,
+  // and on a small or full disk the journal could never take a write again.
+  const Segment& active = *segments_.back();
+  if (active.live == 0 && active.size >= std::max<uint64_t>(options_.segment_bytes / 64, 1) &&
+      !OpenNewSegment().ok()) {
+    log_->warn("write journal: cannot start a new segment to recycle {}", active.path);
+  }
   while (segments_.size() > 1 && segments_.front()->live == 0) {
     std::shared_ptr<Segment> seg = segments_.front();
     segments_.pop_front();
@@ -521,6 +544,30 @@ void LogJournal::CollectSegments() {
     }
     log_bytes_ -= seg->size;
   }
+  if (reserve_fd_ < 0) CreateReserve();
+}
+
+void LogJournal::CreateReserve() {
+  if (options_.reserve_bytes == 0) return;
+  const std::string path = options_.dir + "/" + kReserveName;
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  if (::posix_fallocate(fd, 0, static_cast<off_t>(options_.reserve_bytes)) != 0) {
+    // No room yet: try again when segments are deleted.
+    ::close(fd);
+    ::unlink(path.c_str());
+    return;
+  }
+  reserve_fd_ = fd;
+}
+
+bool LogJournal::DropReserve() {
+  if (reserve_fd_ < 0) return false;
+  ::close(reserve_fd_);
+  reserve_fd_ = -1;
+  const std::string path = options_.dir + "/" + kReserveName;
+  log_->warn("write journal: disk full; using the space reserved for releases");
+  return ::unlink(path.c_str()) == 0;
 }
 
 Status LogJournal::ReleaseLocked(const FileKey& file, uint64_t upto_seq, uint64_t offset,
@@ -611,6 +658,7 @@ FilePending LogJournal::Describe(const FileKey& key, const FileState& f) const {
   p.end = f.pieces.empty() ? 0 : f.pieces.rbegin()->second.end;
   p.upto_seq = f.last_seq;
   p.bytes = f.bytes;
+  p.mtime = f.mtime;
   return p;
 }
 

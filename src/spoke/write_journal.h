@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "geofs/buffer.h"
+#include "geofs/clock.h"
 #include "geofs/status.h"
 
 namespace geofs::spoke {
@@ -69,6 +70,10 @@ struct WriteJournalOptions {
   // A new segment starts once the active one reaches this size; space is
   // reclaimed a whole segment at a time.
   uint64_t segment_bytes = 64ull << 20;
+  // Disk space held back (a preallocated file) for release records, so that
+  // a journal that filled its disk can still record what was committed and
+  // free it. 0: none.
+  uint64_t reserve_bytes = 1 << 20;
   std::shared_ptr<JournalIo> io;  // null: JournalIo::Default()
 };
 
@@ -91,6 +96,10 @@ struct FilePending {
   uint64_t end = 0;
   uint64_t upto_seq = 0;  // the newest write included
   uint64_t bytes = 0;     // pending payload bytes (after newest-wins merging)
+  // The latest mtime any pending write was appended with, so the file's
+  // modification time does not move when the writes reach the hub. Zero
+  // when unknown (writes replayed after a restart: the hub's clock then).
+  WallTime mtime;
 };
 
 struct WriteJournalStats {
@@ -106,11 +115,12 @@ class WriteJournal {
   static Result<std::unique_ptr<WriteJournal>> Open(const WriteJournalOptions& options);
   virtual ~WriteJournal() = default;
 
-  // Records a write; returns its sequence number (increasing). Not durable
-  // until Sync(). kNoSpace when the log is full or the disk is; nothing of
-  // the write is recorded then.
+  // Records a write made at `mtime` (the modification time the client was
+  // told; kept in memory only, see FilePending::mtime); returns its sequence
+  // number (increasing). Not durable until Sync(). kNoSpace when the log is
+  // full or the disk is; nothing of the write is recorded then.
   virtual Result<uint64_t> Append(const FileKey& file, uint64_t offset,
-                                  std::span<const uint8_t> data) = 0;
+                                  std::span<const uint8_t> data, WallTime mtime = {}) = 0;
   // Makes every write appended so far durable. Concurrent callers share one
   // fdatasync. After a failed sync every later Sync and Append fails too
   // (after fsync reports an error, the kernel's page state cannot be

@@ -15,7 +15,8 @@ DirStamp DirStamp::Of(const struct stat& st) {
           static_cast<uint64_t>(st.st_size)};
 }
 
-DirListing::DirListing(std::vector<Item> items) : items_(std::move(items)) {
+DirListing::DirListing(std::vector<Item> items)
+    : items_(std::move(items)), memo_(std::make_unique<Memo[]>(items_.size())) {
   next_.reserve(items_.size());
   std::vector<uint64_t> ambiguous;
   for (size_t i = 0; i < items_.size(); ++i) {
@@ -29,6 +30,22 @@ std::optional<size_t> DirListing::StartAfter(uint64_t cookie) const {
   auto it = next_.find(cookie);
   if (it == next_.end()) return std::nullopt;
   return it->second;
+}
+
+const Handle* DirListing::MemoisedHandle(size_t index) const {
+  const Memo& m = memo_[index];
+  if (m.state.load(std::memory_order_acquire) != Memo::kReady) return nullptr;
+  return &m.handle;
+}
+
+void DirListing::Memoise(size_t index, const Handle& handle) const {
+  Memo& m = memo_[index];
+  uint8_t expected = Memo::kEmpty;
+  if (!m.state.compare_exchange_strong(expected, Memo::kWriting, std::memory_order_acquire)) {
+    return;
+  }
+  m.handle = handle;
+  m.state.store(Memo::kReady, std::memory_order_release);
 }
 
 size_t DirCache::HandleHash::operator()(const Handle& h) const {
@@ -105,20 +122,6 @@ std::optional<NameInfo> DirCache::FindName(const Handle& dir, const DirStamp& st
   return it->second;
 }
 
-void DirCache::FindHandles(const Handle& dir, const DirStamp& stamp,
-                           std::span<const DirListing::Item* const> items,
-                           std::span<Handle> handles) {
-  std::lock_guard lock(mu_);
-  DirState* state = StateLocked(dir, stamp, /*create=*/false);
-  if (!state) return;
-  std::string key;
-  for (size_t i = 0; i < items.size(); ++i) {
-    key.assign(items[i]->name);
-    auto it = state->names.find(key);
-    if (it != state->names.end() && it->second.ino == items[i]->ino) handles[i] = it->second.handle;
-  }
-}
-
 void DirCache::InsertNames(const Handle& dir, const DirStamp& stamp,
                            std::span<const std::pair<std::string_view, NameInfo>> names) {
   if (names.empty()) return;
@@ -144,6 +147,16 @@ std::optional<Attr> AttrCache::Find(uint64_t fileid, Time now) {
   auto it = attrs_.find(fileid);
   if (it == attrs_.end() || now - it->second.read_at > ttl_) return std::nullopt;
   return it->second.attr;
+}
+
+void AttrCache::FindMany(std::span<const uint64_t> fileids, Time now,
+                         std::span<std::optional<Attr>> out) {
+  if (ttl_.count() <= 0) return;
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < fileids.size(); ++i) {
+    auto it = attrs_.find(fileids[i]);
+    if (it != attrs_.end() && now - it->second.read_at <= ttl_) out[i] = it->second.attr;
+  }
 }
 
 void AttrCache::Put(const Attr& attr, Time now) {

@@ -21,6 +21,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -48,8 +49,15 @@ struct DirStamp {
   bool operator==(const DirStamp&) const = default;
 };
 
-// A directory's complete listing in the order the file system returned it.
-// Immutable once built; shared by concurrent readers.
+// A directory's complete listing in the order the file system returned it,
+// with a handle memo slot beside each item, so that a READDIRPLUS page is a
+// sequential walk over two arrays with no look-up by name.
+//
+// The items are immutable once built. Each memo slot is written at most once
+// (by whichever thread memoises it first) and read without locks after that;
+// a listing lives only as long as its directory's stamp, which pins every
+// name to the inode listed, so a memoised handle never goes stale while the
+// listing is served. Thread-safe; shared by concurrent readers.
 class DirListing {
  public:
   struct Item {
@@ -59,6 +67,8 @@ class DirListing {
   };
 
   explicit DirListing(std::vector<Item> items);
+  DirListing(const DirListing&) = delete;
+  DirListing& operator=(const DirListing&) = delete;
 
   const std::vector<Item>& items() const { return items_; }
   // Index of the first item to return for `cookie` (0: from the start;
@@ -66,9 +76,24 @@ class DirListing {
   // several have), in which case the caller asks the file system.
   std::optional<size_t> StartAfter(uint64_t cookie) const;
 
+  // The handle memoised for items()[index], or null. The pointer stays
+  // valid for the listing's lifetime. REQUIRES: index < items().size().
+  const Handle* MemoisedHandle(size_t index) const;
+  // Memoises the handle of items()[index] (found for that item's inode).
+  // A slot already memoised keeps its first value. REQUIRES: index <
+  // items().size().
+  void Memoise(size_t index, const Handle& handle) const;
+
  private:
+  struct Memo {
+    enum State : uint8_t { kEmpty, kWriting, kReady };
+    std::atomic<uint8_t> state{kEmpty};
+    Handle handle;  // written before state becomes kReady
+  };
+
   std::vector<Item> items_;
   std::unordered_map<uint64_t, size_t> next_;  // cookie -> index of the following item
+  const std::unique_ptr<Memo[]> memo_;         // parallel to items_
 };
 
 // A name's memoised identity in its directory.
@@ -96,9 +121,6 @@ class DirCache {
 
   // The memoised identity of `name` in `dir` under `stamp`.
   std::optional<NameInfo> FindName(const Handle& dir, const DirStamp& stamp, std::string_view name);
-  // For each name, its memoised handle if `ino` still matches (else empty).
-  void FindHandles(const Handle& dir, const DirStamp& stamp,
-                   std::span<const DirListing::Item* const> items, std::span<Handle> handles);
   // Memoises the identity of `names[i]` (as found after `stamp` was taken).
   void InsertNames(const Handle& dir, const DirStamp& stamp,
                    std::span<const std::pair<std::string_view, NameInfo>> names);
@@ -147,6 +169,9 @@ class AttrCache {
 
   // The attributes of `fileid` if read no earlier than now - ttl.
   std::optional<Attr> Find(uint64_t fileid, Time now);
+  // Find for each of `fileids` under one lock: sets out[i] for fileids[i]
+  // (leaves it alone on a miss). REQUIRES: out.size() == fileids.size().
+  void FindMany(std::span<const uint64_t> fileids, Time now, std::span<std::optional<Attr>> out);
   // Stores `attr` as read at `now`.
   void Put(const Attr& attr, Time now);
   void Erase(uint64_t fileid);

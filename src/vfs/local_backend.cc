@@ -318,6 +318,7 @@ class LocalBackend::Fs {
   size_t CachedFileCount() const { return fds_.size(); }
   size_t CachedNameCount() const { return dir_cache_.size(); }
   const Capabilities& capabilities() const { return caps_; }
+  const LocalBackendOptions& options() const { return options_; }
   const Handle& root_handle() const { return root_handle_; }
 
   Result<Attr> GetAttr(const Handle& h) {
@@ -337,7 +338,7 @@ class LocalBackend::Fs {
     GEOFS_RETURN_IF_ERROR(CheckSetAttr(cur, req, cred));
     const AttrCache::Time now = SteadyNow();
     GEOFS_ASSIGN_OR_RETURN(struct stat after,
-                           Apply(*f, cur.type, req, ModeAfterSetAttr(cur, req, cred)));
+                           Apply(*f, cur.type, req, ModeAfterSetAttr(cur, req, cred), st));
     if (options_.sync_metadata) GEOFS_RETURN_IF_ERROR(SyncObject(*f));
     wcc.after = Remember(after, now);
     return wcc;
@@ -673,8 +674,7 @@ class LocalBackend::Fs {
     const auto& items = listing->items();
     const size_t end = std::min<size_t>(items.size(), *start + req.max_entries);
     page.eof = end == items.size();
-    std::vector<const DirListing::Item*> children;  // those of the page's entries needing attrs
-    std::vector<DirEntry*> child_entries;
+    std::vector<size_t> children;  // listing indexes of the entries needing attributes
     page.entries.resize(end - *start);
     for (size_t i = *start; i < end; ++i) {
       const DirListing::Item& item = items[i];
@@ -683,11 +683,12 @@ class LocalBackend::Fs {
       e.fileid = item.ino;
       e.cookie = item.cookie;
       if (!DotEntry(dir_handle, *dir, dir_attr, with_attrs, &e) && with_attrs) {
-        children.push_back(&item);
-        child_entries.push_back(&e);
+        children.push_back(i);
       }
     }
-    if (!children.empty()) FillChildren(dir_handle, stamp, dir->fd(), children, child_entries);
+    if (!children.empty()) {
+      FillChildren(dir_handle, stamp, dir->fd(), *listing, children, page.entries, *start);
+    }
     return page;
   }
 
@@ -922,28 +923,33 @@ class LocalBackend::Fs {
     return true;
   }
 
-  // Fills entries[i] with the handle and attributes of children[i] from the
-  // caches, asking the file system only for what they lack. An entry whose
-  // name now names another object is left without them.
+  // Fills the entries of the listing's items `children` (entries[i - first]
+  // is item i) with handles memoised beside the listing and attributes from
+  // the attribute cache, asking the file system only for what they lack. An
+  // entry whose name now names another object is left without them.
   void FillChildren(const Handle& dir_handle, const DirStamp& stamp, int dirfd,
-                    std::span<const DirListing::Item* const> children,
-                    std::span<DirEntry* const> entries) {
-    std::vector<Handle> handles(children.size());
-    dir_cache_.FindHandles(dir_handle, stamp, children, handles);
-    std::vector<std::pair<std::string_view, NameInfo>> found;
+                    const DirListing& listing, std::span<const size_t> children,
+                    std::span<DirEntry> entries, size_t first) {
+    const auto& items = listing.items();
     const AttrCache::Time now = SteadyNow();
-    for (size_t i = 0; i < children.size(); ++i) {
-      const DirListing::Item& item = *children[i];
-      DirEntry& e = *entries[i];
-      const Handle& handle = handles[i];
-      std::optional<Attr> attr = attrs_.Find(item.ino, now);
-      if (!handle.empty() && attr) {
-        e.entry = Entry{handle, *attr};
+    std::vector<uint64_t> fileids(children.size());
+    for (size_t k = 0; k < children.size(); ++k) fileids[k] = items[children[k]].ino;
+    std::vector<std::optional<Attr>> attrs(children.size());
+    attrs_.FindMany(fileids, now, attrs);
+    std::vector<std::pair<std::string_view, NameInfo>> found;
+    for (size_t k = 0; k < children.size(); ++k) {
+      const size_t index = children[k];
+      const DirListing::Item& item = items[index];
+      DirEntry& e = entries[index - first];
+      const Handle* handle = listing.MemoisedHandle(index);
+      if (handle && attrs[k]) {
+        e.entry = Entry{*handle, *attrs[k]};
         continue;
       }
-      if (handle.empty()) {
+      if (!handle) {
         Result<Entry> child = ChildEntry(dirfd, item.name.c_str());
         if (!child.ok() || child->attr.fileid != item.ino) continue;
+        listing.Memoise(index, child->handle);
         found.emplace_back(item.name, NameInfo{item.ino, child->attr.type, child->handle});
         attrs_.Put(child->attr, now);
         e.entry = std::move(child).value();
@@ -952,8 +958,9 @@ class LocalBackend::Fs {
       struct stat st;
       if (::fstatat(dirfd, item.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       if (st.st_ino != item.ino || st.st_dev != root_dev_) continue;
-      e.entry = Entry{handle, Remember(st, now)};
+      e.entry = Entry{*handle, Remember(st, now)};
     }
+    // LOOKUPs of the listed names (an `ls -l`, then opens) reuse them too.
     dir_cache_.InsertNames(dir_handle, stamp, found);
   }
 
@@ -1005,10 +1012,15 @@ class LocalBackend::Fs {
   // attributes; removes it again if that fails.
   Result<Entry> FinishCreate(int dirfd, const char* name, std::shared_ptr<const OpenFd> obj,
                              const Attr& proto, const SetAttrs& rest, const Credentials& cred) {
-    SetAttrs apply = rest;
-    if (!apply.uid) apply.uid = proto.uid;
-    if (!apply.gid) apply.gid = proto.gid;
-    Result<struct stat> st = Apply(*obj, proto.type, apply, ModeAfterSetAttr(proto, rest, cred));
+    Result<struct stat> st = Fstat(obj->fd());
+    if (st.ok()) {
+      // The creator (this process) owns it; hand it over only if that is
+      // not the owner it should have.
+      SetAttrs apply = rest;
+      if (!apply.uid && proto.uid != st->st_uid) apply.uid = proto.uid;
+      if (!apply.gid && proto.gid != st->st_gid) apply.gid = proto.gid;
+      st = Apply(*obj, proto.type, apply, ModeAfterSetAttr(proto, rest, cred), *st);
+    }
     Result<Handle> h = st.status();
     if (st.ok()) h = HandleAt(obj->fd(), "");
     if (h.ok() && options_.sync_metadata) {
@@ -1090,7 +1102,7 @@ class LocalBackend::Fs {
         obj =
             std::make_shared<const OpenFd>(rw.Release(), FdAccess::kReadWrite, FileType::kRegular);
         GEOFS_ASSIGN_OR_RETURN(st, Apply(*obj, FileType::kRegular, size_only,
-                                         ModeAfterSetAttr(attr, size_only, cred)));
+                                         ModeAfterSetAttr(attr, size_only, cred), st));
         attr = ToAttr(st);
         break;
     }
@@ -1100,37 +1112,52 @@ class LocalBackend::Fs {
   }
 
   // Applies owner, size and times of `req` to `f` (of type `type`), then
-  // makes its mode `mode`. REQUIRES: the caller checked the request; `f` is
-  // writable if req.size is set.
-  Result<struct stat> Apply(const OpenFd& f, FileType type, const SetAttrs& req, uint32_t mode) {
+  // makes its mode `mode`; `st` is the object's state before, which spares
+  // the fstat after when nothing changed. Returns the state after.
+  // REQUIRES: the caller checked the request; `f` is writable if req.size
+  // is set.
+  Result<struct stat> Apply(const OpenFd& f, FileType type, const SetAttrs& req, uint32_t mode,
+                            struct stat st) {
     const int fd = f.fd();
-    if (req.uid || req.gid) {
+    bool changed = false;
+    const bool chown = req.uid || req.gid;
+    if (chown) {
       const uid_t uid = req.uid ? *req.uid : static_cast<uid_t>(-1);
       const gid_t gid = req.gid ? *req.gid : static_cast<gid_t>(-1);
       if (::fchownat(fd, "", uid, gid, AT_EMPTY_PATH) != 0) return Errno("fchownat");
+      changed = true;
     }
     if (req.size) {
       if (*req.size > static_cast<uint64_t>(std::numeric_limits<off_t>::max())) {
         return Status::FileTooLarge();
       }
       if (::ftruncate(fd, static_cast<off_t>(*req.size)) != 0) return Errno("ftruncate");
+      changed = true;
     }
     if (req.atime_how != TimeUpdate::kDontChange || req.mtime_how != TimeUpdate::kDontChange) {
       const timespec times[2] = {ToTimespec(req.atime_how, req.atime),
                                  ToTimespec(req.mtime_how, req.mtime)};
       if (::utimensat(fd, "", times, AT_EMPTY_PATH) != 0) return Errno("utimensat");
+      changed = true;
     }
-    GEOFS_ASSIGN_OR_RETURN(struct stat st, Fstat(fd));
-    // Symlink modes cannot change on Linux. chown by root may have dropped
-    // setuid bits that the POSIX rules in access.h keep.
-    if (type != FileType::kSymlink && (req.mode || (st.st_mode & kModeMask) != mode)) {
-      const int rc = f.access() == FdAccess::kPath
-                         ? ::fchmodat(AT_FDCWD, ProcFdPath(fd).c_str(), mode, 0)
-                         : ::fchmod(fd, mode);
-      if (rc != 0) return Errno("chmod");
-      GEOFS_ASSIGN_OR_RETURN(st, Fstat(fd));
+    // Symlink modes cannot change on Linux. A chown drops setuid bits of
+    // non-directories even for root, bits the POSIX rules in access.h keep:
+    // only then is the mode to compare unknown without asking again.
+    if (type != FileType::kSymlink) {
+      if (!req.mode && chown) {
+        GEOFS_ASSIGN_OR_RETURN(st, Fstat(fd));
+        changed = false;
+      }
+      if (req.mode || (st.st_mode & kModeMask) != mode) {
+        const int rc = f.access() == FdAccess::kPath
+                           ? ::fchmodat(AT_FDCWD, ProcFdPath(fd).c_str(), mode, 0)
+                           : ::fchmod(fd, mode);
+        if (rc != 0) return Errno("chmod");
+        changed = true;
+      }
     }
-    return st;
+    if (!changed) return st;
+    return Fstat(fd);
   }
 
   // Post-change attributes of a directory, synced first if configured.
@@ -1179,6 +1206,8 @@ size_t LocalBackend::CachedFileCount() const { return fs_->CachedFileCount(); }
 size_t LocalBackend::CachedNameCount() const { return fs_->CachedNameCount(); }
 
 Capabilities LocalBackend::GetCapabilities() const { return fs_->capabilities(); }
+
+bool LocalBackend::QuickChanges() const { return !fs_->options().sync_metadata; }
 
 Result<Handle> LocalBackend::Root() { return fs_->root_handle(); }
 

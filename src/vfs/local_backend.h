@@ -65,9 +65,10 @@ struct LocalBackendOptions {
   // cannot, it caches what fits next to those (at least half the limit).
   size_t max_open_files = 65536;
   // Directory entries remembered across directories (listings in
-  // file-system order and name -> handle memos; about 200 bytes each), so
-  // READDIR(PLUS) pages and LOOKUPs in unchanged directories need neither
-  // getdents64 nor name_to_handle_at. See vfs/dir_cache.h.
+  // file-system order with their handle memos, and name -> handle memos;
+  // about 250 bytes each), so READDIR(PLUS) pages and LOOKUPs in unchanged
+  // directories need neither getdents64 nor name_to_handle_at. See
+  // vfs/dir_cache.h.
   size_t max_cached_names = 256 * 1024;
   // How long attributes read for one object may be served in READDIRPLUS
   // entries (refreshed by every operation that touches the object through
@@ -99,6 +100,8 @@ class LocalBackend : public Backend {
   Capabilities GetCapabilities() const override;
   // True: metadata calls are a few system calls on cached descriptors.
   bool QuickMetadata() const override { return true; }
+  // True unless options.sync_metadata: then every change waits for fsync.
+  bool QuickChanges() const override;
   Result<Handle> Root() override;
 
   void GetAttr(const Credentials& cred, const Handle& h, Callback<Attr> cb) override;

@@ -1,19 +1,14 @@
 #include "xdr/xdr.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace geofs::xdr {
 namespace {
 
 uint32_t LoadBe32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-}
-
-void StoreBe32(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
 }
 
 constexpr uint8_t kZeros[4] = {0, 0, 0, 0};
@@ -98,20 +93,31 @@ bool Decoder::String(size_t max_len, std::string_view* out) {
   return true;
 }
 
+Encoder& Encoder::operator=(Encoder&& o) noexcept {
+  data_ = std::move(o.data_);
+  size_ = std::exchange(o.size_, 0);
+  capacity_ = std::exchange(o.capacity_, 0);
+  refs_ = std::move(o.refs_);
+  o.refs_.clear();
+  referenced_bytes_ = std::exchange(o.referenced_bytes_, 0);
+  return *this;
+}
+
+void Encoder::Grow(size_t n) {
+  constexpr size_t kFirstCapacity = 512;
+  const size_t capacity = std::max({kFirstCapacity, capacity_ * 2, size_ + n});
+  auto data = std::make_unique_for_overwrite<uint8_t[]>(capacity);
+  if (size_ > 0) std::memcpy(data.get(), data_.get(), size_);
+  data_ = std::move(data);
+  capacity_ = capacity;
+}
+
+void Encoder::ReserveInline(size_t n) {
+  if (capacity_ - size_ < n) Grow(n);
+}
+
 void Encoder::Append(const void* p, size_t n) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  inline_.insert(inline_.end(), b, b + n);
-}
-
-void Encoder::U32(uint32_t v) {
-  uint8_t b[4];
-  StoreBe32(b, v);
-  Append(b, 4);
-}
-
-void Encoder::U64(uint64_t v) {
-  U32(static_cast<uint32_t>(v >> 32));
-  U32(static_cast<uint32_t>(v));
+  if (n > 0) std::memcpy(Extend(n), p, n);
 }
 
 void Encoder::FixedOpaque(std::span<const uint8_t> bytes) {
@@ -132,17 +138,15 @@ void Encoder::OpaqueRef(Buffer bytes) {
   U32(static_cast<uint32_t>(bytes.size()));
   size_t pad = Pad4(bytes.size()) - bytes.size();
   referenced_bytes_ += bytes.size();
-  refs_.emplace_back(inline_.size(), std::move(bytes));
+  refs_.emplace_back(size_, std::move(bytes));
   Append(kZeros, pad);
 }
 
 size_t Encoder::Reserve32() {
-  size_t slot = inline_.size();
+  size_t slot = size_;
   Append(kZeros, 4);
   return slot;
 }
-
-void Encoder::Patch32(size_t slot, uint32_t v) { StoreBe32(inline_.data() + slot, v); }
 
 std::vector<uint8_t> Encoder::Flatten() const {
   std::vector<uint8_t> out;

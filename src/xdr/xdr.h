@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,14 +54,25 @@ class Decoder {
 };
 
 // Builds an XDR byte stream. Bulk payloads added with OpaqueRef are not
-// copied: the output is a list of segments for a gather write.
+// copied: the output is a list of segments for a gather write. Fixed-size
+// items are stored straight into the inline buffer (no per-item call into
+// std::vector), since replies such as READDIRPLUS pages hold thousands.
+// Move-only; a moved-from Encoder is empty.
 class Encoder {
  public:
-  Encoder() { inline_.reserve(512); }
+  Encoder() = default;
+  Encoder(Encoder&& o) noexcept { *this = std::move(o); }
+  Encoder& operator=(Encoder&& o) noexcept;
+  Encoder(const Encoder&) = delete;
+  Encoder& operator=(const Encoder&) = delete;
 
-  void U32(uint32_t v);
+  void U32(uint32_t v) { StoreBe32(Extend(4), v); }
   void I32(int32_t v) { U32(static_cast<uint32_t>(v)); }
-  void U64(uint64_t v);
+  void U64(uint64_t v) {
+    uint8_t* p = Extend(8);
+    StoreBe32(p, static_cast<uint32_t>(v >> 32));
+    StoreBe32(p + 4, static_cast<uint32_t>(v));
+  }
   void I64(int64_t v) { U64(static_cast<uint64_t>(v)); }
   void Bool(bool v) { U32(v ? 1 : 0); }
   void Opaque(std::span<const uint8_t> bytes);
@@ -69,34 +81,51 @@ class Encoder {
   // Like Opaque, but the bytes are referenced, not copied.
   void OpaqueRef(Buffer bytes);
 
+  // Makes room for `n` more inline bytes at once (for replies whose size
+  // is known up front); never needed for correctness.
+  void ReserveInline(size_t n);
   // Reserves a 4-byte slot to be filled later with Patch32.
   size_t Reserve32();
-  void Patch32(size_t slot, uint32_t v);
+  void Patch32(size_t slot, uint32_t v) { StoreBe32(data_.get() + slot, v); }
 
   // Total encoded size in bytes.
-  size_t size() const { return inline_.size() + referenced_bytes_; }
+  size_t size() const { return size_ + referenced_bytes_; }
 
   // Calls fn(std::span<const uint8_t>) for each segment in order.
   template <typename Fn>
   void ForEachSegment(Fn&& fn) const {
     size_t start = 0;
     for (const auto& [at, buf] : refs_) {
-      if (at > start) fn(std::span<const uint8_t>(inline_.data() + start, at - start));
+      if (at > start) fn(std::span<const uint8_t>(data_.get() + start, at - start));
       if (!buf.empty()) fn(buf.span());
       start = at;
     }
-    if (inline_.size() > start) {
-      fn(std::span<const uint8_t>(inline_.data() + start, inline_.size() - start));
-    }
+    if (size_ > start) fn(std::span<const uint8_t>(data_.get() + start, size_ - start));
   }
   // The whole stream as one contiguous copy (tests, small messages).
   std::vector<uint8_t> Flatten() const;
 
  private:
+  static void StoreBe32(uint8_t* p, uint32_t v) {
+    p[0] = static_cast<uint8_t>(v >> 24);
+    p[1] = static_cast<uint8_t>(v >> 16);
+    p[2] = static_cast<uint8_t>(v >> 8);
+    p[3] = static_cast<uint8_t>(v);
+  }
+  // Appends `n` bytes to the inline buffer; returns where they go.
+  uint8_t* Extend(size_t n) {
+    if (capacity_ - size_ < n) Grow(n);
+    uint8_t* p = data_.get() + size_;
+    size_ += n;
+    return p;
+  }
+  void Grow(size_t n);
   void Append(const void* p, size_t n);
 
-  std::vector<uint8_t> inline_;
-  // Referenced buffers, each to be sent just before inline_[at].
+  std::unique_ptr<uint8_t[]> data_;  // inline bytes [0, size_) of capacity_
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+  // Referenced buffers, each to be sent just before inline byte `at`.
   std::vector<std::pair<size_t, Buffer>> refs_;
   size_t referenced_bytes_ = 0;
 };

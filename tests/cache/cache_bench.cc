@@ -1,6 +1,8 @@
 // Disk-tier read throughput of ChunkCache with a warm page cache: 1 MiB
 // chunks read through io_uring, through the thread-pool (pread) fallback, and
-// with a bare open/pread/close loop as the ceiling (no checksum, no cache).
+// with a bare open/pread/close loop as the ceiling (no checksum, no cache);
+// then random aligned 4 KiB and 128 KiB ranges, as GetRange and as the whole
+// chunk read to answer them (what each READ cost before ranged reads).
 //
 // Usage: cache_bench [DIR] [CHUNKS] [QUEUE_DEPTH] [SECONDS]
 #include <fcntl.h>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <mutex>
 #include <random>
@@ -35,13 +38,20 @@ constexpr size_t kChunkSize = 1 << 20;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// Keeps `depth` Gets in flight over `ids` for `seconds`; returns GB/s.
-double ReadThroughCache(ChunkCache& cache, const std::vector<ChunkId>& ids, int depth,
-                        double seconds) {
+struct Rate {
+  double gbs;
+  double ops;  // per second
+};
+
+// Keeps `depth` reads in flight over `ids` for `seconds`: whole Gets when
+// `range` is 0, else GetRange of `range` bytes at a random multiple of it.
+Rate ReadThroughCache(ChunkCache& cache, const std::vector<ChunkId>& ids, int depth, double seconds,
+                      uint64_t range = 0) {
+  std::mt19937_64 rng(7);
   std::mutex mu;
   std::condition_variable cv;
   int inflight = 0;
-  uint64_t bytes = 0, errors = 0;
+  uint64_t bytes = 0, errors = 0, ops = 0;
   size_t next = 0;
   auto start = Clock::now();
   auto deadline = start + std::chrono::duration<double>(seconds);
@@ -49,9 +59,11 @@ double ReadThroughCache(ChunkCache& cache, const std::vector<ChunkId>& ids, int 
   while (Clock::now() < deadline) {
     cv.wait(lock, [&] { return inflight < depth; });
     ++inflight;
-    const ChunkId& id = ids[next++ % ids.size()];
+    const ChunkId& id = range == 0 ? ids[next++ % ids.size()] : ids[rng() % ids.size()];
+    uint64_t offset = range == 0 ? 0 : rng() % (kChunkSize / range) * range;
+    ++ops;
     lock.unlock();
-    cache.Get(id, [&](geofs::Result<Buffer> r) {
+    auto done = [&](geofs::Result<Buffer> r) {
       std::lock_guard l(mu);
       if (r.ok()) {
         bytes += r->size();
@@ -60,16 +72,22 @@ double ReadThroughCache(ChunkCache& cache, const std::vector<ChunkId>& ids, int 
       }
       --inflight;
       cv.notify_one();
-    });
+    };
+    if (range == 0) {
+      cache.Get(id, done);
+    } else {
+      cache.GetRange(id, offset, range, done);
+    }
     lock.lock();
   }
   cv.wait(lock, [&] { return inflight == 0; });
   if (errors > 0) std::fprintf(stderr, "%llu failed reads\n", (unsigned long long)errors);
-  return bytes / Seconds(Clock::now() - start) / 1e9;
+  double elapsed = Seconds(Clock::now() - start);
+  return {bytes / elapsed / 1e9, ops / elapsed};
 }
 
 double ReadWithPread(const std::string& dir, const std::vector<ChunkId>& ids, double seconds) {
-  std::vector<uint8_t> buf(kChunkSize + geofs::cache::kFileHeaderSize);
+  std::vector<uint8_t> buf(geofs::cache::FileSize(kChunkSize));
   uint64_t bytes = 0;
   size_t next = 0;
   auto start = Clock::now();
@@ -126,8 +144,8 @@ int main(int argc, char** argv) {
   double crc_gbs = 1000.0 * kChunkSize / Seconds(Clock::now() - t0) / 1e9;
 
   std::printf("chunks: %d x 1 MiB, queue depth %d, %.0f s per run, crc32c %s %.1f GB/s (%08x)\n",
-              chunks, depth, seconds, geofs::Crc32cIsHardware() ? "sse4.2" : "portable",
-              crc_gbs, crc);
+              chunks, depth, seconds, geofs::Crc32cIsHardware() ? "sse4.2" : "portable", crc_gbs,
+              crc);
   std::printf("%-36s %8s\n", "path", "GB/s");
   ReadWithPread(dir, ids, 0.5);  // warm the page cache
   std::printf("%-36s %8.2f\n", "open+pread+close, 1 thread, no crc",
@@ -139,9 +157,25 @@ int main(int argc, char** argv) {
     o.memory_bytes = 0;  // every Get reads its file and checks its CRC
     o.use_io_uring = uring;
     auto cache = std::move(ChunkCache::Open(o)).value();
-    double gbs = ReadThroughCache(*cache, ids, depth, seconds);
+    double gbs = ReadThroughCache(*cache, ids, depth, seconds).gbs;
     std::printf("%-36s %8.2f\n",
                 uring ? "ChunkCache disk tier, io_uring" : "ChunkCache disk tier, pread pool", gbs);
+  }
+  std::printf("\n%-44s %10s %10s\n", "random ranges, io_uring, memory tier off", "reads/s",
+              "cpu us/op");
+  ChunkCacheOptions o;
+  o.dir = dir;
+  o.capacity_bytes = 0;
+  o.memory_bytes = 0;
+  auto cache = std::move(ChunkCache::Open(o)).value();
+  for (uint64_t range : {4096u, 131072u}) {
+    for (bool ranged : {false, true}) {
+      std::clock_t cpu = std::clock();
+      Rate r = ReadThroughCache(*cache, ids, depth, seconds, ranged ? range : kChunkSize);
+      double cpu_us = double(std::clock() - cpu) / CLOCKS_PER_SEC * 1e6 / (r.ops * seconds);
+      std::printf("%3llu KiB %-36s %10.0f %10.1f\n", (unsigned long long)(range >> 10),
+                  ranged ? "GetRange" : "whole chunk per read (before)", r.ops, cpu_us);
+    }
   }
   std::filesystem::remove_all(dir);
   return 0;

@@ -46,6 +46,19 @@ Result<Buffer> GetSync(ChunkCache& cache, const ChunkId& id) {
   return done.get_future().get();
 }
 
+Result<Buffer> GetRangeSync(ChunkCache& cache, const ChunkId& id, uint64_t offset,
+                            uint64_t length) {
+  std::promise<Result<Buffer>> done;
+  cache.GetRange(id, offset, length, [&](Result<Buffer> r) { done.set_value(std::move(r)); });
+  return done.get_future().get();
+}
+
+// The bytes GetRange must return: the range cut at the end of the chunk.
+std::string_view Expected(const Chunk& c, uint64_t offset, uint64_t length) {
+  uint64_t from = std::min<uint64_t>(offset, c.raw.size());
+  return c.raw.view().substr(from, std::min<uint64_t>(length, c.raw.size() - from));
+}
+
 Status PutSync(ChunkCache& cache, const Chunk& c) {
   std::promise<Status> done;
   cache.Put(c.id, c.raw, [&](Status s) { done.set_value(std::move(s)); });
@@ -128,8 +141,10 @@ TEST_P(ChunkCacheTest, PutThenGetRoundTrips) {
   EXPECT_EQ(s.disk_chunks, 2u);
   EXPECT_EQ(s.disk_bytes, 100001u);
   EXPECT_EQ(s.capacity_bytes, 1u << 20);
-  // The file under the chunk's name holds the header and the bytes.
-  EXPECT_EQ(fs::file_size(ChunkPath(dir_, a.id)), kFileHeaderSize + 100000);
+  // The file under the chunk's name holds the header, two block checksums and
+  // the bytes.
+  EXPECT_EQ(fs::file_size(ChunkPath(dir_, a.id)), kFileHeaderSize + 2 * 4 + 100000);
+  EXPECT_EQ(FileSize(100000), kFileHeaderSize + 2 * 4 + 100000);
 }
 
 TEST_P(ChunkCacheTest, MemoryTierServesHotChunksAndStaysBounded) {
@@ -140,16 +155,23 @@ TEST_P(ChunkCacheTest, MemoryTierServesHotChunksAndStaysBounded) {
     ASSERT_TRUE(PutSync(*cache, chunks.back()).ok());
   }
   EXPECT_EQ(cache->Stats().memory_bytes, 3u * 4096);
-  // The last three stored are in memory; the first two come from disk and are
-  // promoted.
+  // The last three stored are in memory; the first two come from disk and
+  // take a place only once they were requested more often than the coldest
+  // chunk held (each of those was requested once).
   for (int i = 2; i < 5; ++i)
     EXPECT_EQ(GetSync(*cache, chunks[i].id)->view(), chunks[i].raw.view());
   EXPECT_EQ(cache->Stats().memory_hits, 3u);
   EXPECT_EQ(GetSync(*cache, chunks[0].id)->view(), chunks[0].raw.view());
-  EXPECT_EQ(cache->Stats().disk_hits, 1u);
+  EXPECT_EQ(GetSync(*cache, chunks[0].id)->view(), chunks[0].raw.view());
+  EXPECT_EQ(cache->Stats().disk_hits, 2u);
   EXPECT_EQ(GetSync(*cache, chunks[0].id)->view(), chunks[0].raw.view());
   EXPECT_EQ(cache->Stats().memory_hits, 4u);
+  EXPECT_EQ(cache->Stats().disk_hits, 2u);
   EXPECT_EQ(cache->Stats().memory_bytes, 3u * 4096);
+  // A chunk requested once does not push out one requested twice.
+  EXPECT_EQ(GetSync(*cache, chunks[1].id)->view(), chunks[1].raw.view());
+  EXPECT_EQ(GetSync(*cache, chunks[0].id)->view(), chunks[0].raw.view());
+  EXPECT_EQ(cache->Stats().memory_hits, 5u);
 }
 
 TEST_P(ChunkCacheTest, RestartReusesEveryChunk) {
@@ -172,6 +194,12 @@ TEST_P(ChunkCacheTest, RestartReusesEveryChunk) {
   }
   EXPECT_EQ(cache->Stats().disk_hits, 20u);
   EXPECT_EQ(cache->Stats().misses, 0u);
+  // Ranged reads of the reused files, from memory or disk alike.
+  for (auto& c : chunks) {
+    auto got = GetRangeSync(*cache, c.id, 100, 333);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->view(), Expected(c, 100, 333));
+  }
 }
 
 TEST_P(ChunkCacheTest, RestartWithSmallerCapacityEvictsDownToIt) {
@@ -197,18 +225,22 @@ void FlipByte(const std::string& path, off_t offset) {
 }
 
 TEST_P(ChunkCacheTest, CorruptFileIsDroppedAndReportedAsMiss) {
-  Chunk payload = MakeChunk(1), header = MakeChunk(2), torn = MakeChunk(3);
+  Chunk payload = MakeChunk(1), header = MakeChunk(2), table = MakeChunk(3), torn = MakeChunk(4);
   {
     auto cache = OpenOrDie(Options(1 << 20));
-    for (auto* c : {&payload, &header, &torn}) ASSERT_TRUE(PutSync(*cache, *c).ok());
+    for (auto* c : {&payload, &header, &table, &torn}) ASSERT_TRUE(PutSync(*cache, *c).ok());
   }
-  FlipByte(ChunkPath(dir_, payload.id), kFileHeaderSize + 1000);
-  FlipByte(ChunkPath(dir_, header.id), 9);  // the length field
-  fs::resize_file(ChunkPath(dir_, torn.id), kFileHeaderSize + 100);
+  FlipByte(ChunkPath(dir_, payload.id), DataOffset(4096) + 1000);
+  FlipByte(ChunkPath(dir_, header.id), 20);              // in the chunk id
+  FlipByte(ChunkPath(dir_, table.id), kFileHeaderSize);  // the block checksum
+  fs::resize_file(ChunkPath(dir_, torn.id), DataOffset(4096) + 100);
 
   auto cache = OpenOrDie(Options(1 << 20));
+  // The length no longer matches the size: gone at open, before any read.
+  EXPECT_FALSE(cache->Contains(torn.id));
+  EXPECT_FALSE(fs::exists(ChunkPath(dir_, torn.id)));
   ASSERT_TRUE(cache->Contains(payload.id));
-  for (auto* c : {&payload, &header, &torn}) {
+  for (auto* c : {&payload, &header, &table, &torn}) {
     auto got = GetSync(*cache, c->id);
     EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
     EXPECT_FALSE(cache->Contains(c->id));
@@ -216,12 +248,134 @@ TEST_P(ChunkCacheTest, CorruptFileIsDroppedAndReportedAsMiss) {
   }
   ChunkCacheStats s = cache->Stats();
   EXPECT_EQ(s.corrupt_dropped, 3u);
-  EXPECT_EQ(s.misses, 3u);
+  EXPECT_EQ(s.misses, 4u);
   EXPECT_EQ(s.disk_chunks, 0u);
   EXPECT_EQ(s.disk_bytes, 0u);
+  EXPECT_EQ(s.open_files, 0u);
   // The caller refetches and stores it again.
   ASSERT_TRUE(PutSync(*cache, payload).ok());
   EXPECT_EQ(GetSync(*cache, payload.id)->view(), payload.raw.view());
+}
+
+TEST_P(ChunkCacheTest, RangedReadsReadOnlyTheBlocksTheyCover) {
+  auto o = Options(1 << 20);
+  o.max_open_files = 2;
+  auto cache = OpenOrDie(o);
+  const uint64_t kB = kBlockSize;
+  Chunk c = MakeChunk(1, 3 * kB + 1000);
+  ASSERT_TRUE(PutSync(*cache, c).ok());
+  struct Case {
+    uint64_t offset, length, read;  // `read`: bytes the cache must read
+  };
+  const Case cases[] = {
+      {0, 1, kB},                           // first byte
+      {kB - 1, 2, 2 * kB},                  // across one boundary
+      {kB, kB, kB},                         // exactly one block
+      {kB - 10, kB + 20, 3 * kB},           // touches three blocks
+      {3 * kB, 1000, 1000},                 // the short last block
+      {3 * kB + 999, 10, 1000},             // cut at the end of the chunk
+      {2 * kB + 5, UINT64_MAX, kB + 1000},  // to the end
+      {3 * kB + 1000, 5, 0},                // at the end: empty
+      {10 * kB, 5, 0},                      // past the end: empty
+      {0, UINT64_MAX, 3 * kB + 1000},       // the whole chunk
+  };
+  for (const Case& k : cases) {
+    uint64_t before = cache->Stats().disk_read_bytes;
+    auto got = GetRangeSync(*cache, c.id, k.offset, k.length);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->view(), Expected(c, k.offset, k.length)) << k.offset << "+" << k.length;
+    EXPECT_EQ(cache->Stats().disk_read_bytes - before, k.read) << k.offset << "+" << k.length;
+  }
+  ChunkCacheStats s = cache->Stats();
+  EXPECT_EQ(s.disk_hits, std::size(cases));
+  EXPECT_EQ(s.memory_bytes, 0u);
+  EXPECT_EQ(s.open_files, 1u);  // opened once, kept open
+  // At most max_open_files stay open, and an evicted chunk's file is let go.
+  Chunk d = MakeChunk(2), e = MakeChunk(3);
+  for (auto* x : {&d, &e}) {
+    ASSERT_TRUE(PutSync(*cache, *x).ok());
+    EXPECT_EQ(GetRangeSync(*cache, x->id, 7, 9)->view(), Expected(*x, 7, 9));
+  }
+  EXPECT_EQ(cache->Stats().open_files, 2u);
+  cache->Shrink(1 << 20);
+  EXPECT_EQ(cache->Stats().open_files, 0u);
+  EXPECT_EQ(GetRangeSync(*cache, c.id, 0, 1).status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(ChunkCacheTest, CorruptBlockIsDetectedByTheRangedReadThatCoversIt) {
+  auto cache = OpenOrDie(Options(1 << 20));
+  Chunk c = MakeChunk(1, 4 * kBlockSize);
+  ASSERT_TRUE(PutSync(*cache, c).ok());
+  // Open the file first, so the damage happens under an open descriptor.
+  EXPECT_EQ(GetRangeSync(*cache, c.id, 0, 10)->view(), Expected(c, 0, 10));
+  FlipByte(ChunkPath(dir_, c.id), DataOffset(c.raw.size()) + 2 * kBlockSize + 7);
+  // Blocks 0, 1 and 3 still check out.
+  EXPECT_EQ(GetRangeSync(*cache, c.id, kBlockSize, 100)->view(), Expected(c, kBlockSize, 100));
+  EXPECT_EQ(GetRangeSync(*cache, c.id, 3 * kBlockSize, kBlockSize)->view(),
+            Expected(c, 3 * kBlockSize, kBlockSize));
+  EXPECT_EQ(cache->Stats().corrupt_dropped, 0u);
+  // A read of one byte of block 2 checks all of block 2.
+  EXPECT_EQ(GetRangeSync(*cache, c.id, 2 * kBlockSize + 100, 1).status().code(),
+            StatusCode::kNotFound);
+  ChunkCacheStats s = cache->Stats();
+  EXPECT_EQ(s.corrupt_dropped, 1u);
+  EXPECT_EQ(s.disk_chunks, 0u);
+  EXPECT_FALSE(fs::exists(ChunkPath(dir_, c.id)));
+  EXPECT_EQ(GetRangeSync(*cache, c.id, 0, 10).status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(PutSync(*cache, c).ok());
+  EXPECT_EQ(GetRangeSync(*cache, c.id, 2 * kBlockSize + 100, 1)->view(),
+            Expected(c, 2 * kBlockSize + 100, 1));
+}
+
+TEST_P(ChunkCacheTest, OldFormatFilesAreDroppedAtOpen) {
+  Chunk good = MakeChunk(1), old = MakeChunk(2);
+  {
+    auto cache = OpenOrDie(Options(1 << 20));
+    ASSERT_TRUE(PutSync(*cache, good).ok());
+  }
+  // A version 1 file: 64-byte header (magic, version 1, header size, length,
+  // id, whole-payload CRC) and the bytes right after it.
+  uint8_t header[kFileHeaderSize] = {'G', 'F', 'C', 'C', 1, 0, kFileHeaderSize, 0};
+  for (int i = 0; i < 8; ++i) header[8 + i] = static_cast<uint8_t>(old.raw.size() >> (8 * i));
+  std::memcpy(header + 16, old.id.bytes().data(), ChunkId::kSize);
+  fs::create_directories(fs::path(ChunkPath(dir_, old.id)).parent_path());
+  {
+    std::ofstream f(ChunkPath(dir_, old.id), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(header), sizeof(header));
+    f.write(reinterpret_cast<const char*>(old.raw.data()), old.raw.size());
+  }
+  auto cache = OpenOrDie(Options(1 << 20));
+  EXPECT_FALSE(fs::exists(ChunkPath(dir_, old.id)));
+  EXPECT_FALSE(cache->Contains(old.id));
+  ChunkCacheStats s = cache->Stats();
+  EXPECT_EQ(s.disk_chunks, 1u);
+  EXPECT_EQ(s.disk_bytes, good.raw.size());
+  EXPECT_EQ(GetSync(*cache, good.id)->view(), good.raw.view());
+  EXPECT_EQ(GetSync(*cache, old.id).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(cache->Stats().corrupt_dropped, 0u);
+}
+
+TEST_P(ChunkCacheTest, RangedReadsOfAHotChunkBringItWholeIntoMemory) {
+  auto cache = OpenOrDie(Options(4 << 20, /*memory=*/400000));
+  Chunk hot = MakeChunk(1, 2 * kBlockSize + 10), other = MakeChunk(2, 300000);
+  ASSERT_TRUE(PutSync(*cache, hot).ok());
+  ASSERT_TRUE(PutSync(*cache, other).ok());  // pushes `hot` out of memory
+  EXPECT_EQ(cache->Stats().memory_bytes, other.raw.size());
+  uint64_t offset = 0;
+  while (cache->Stats().promotions == 0) {
+    ASSERT_LT(offset, 10u);  // within a few requests
+    auto got = GetRangeSync(*cache, hot.id, kBlockSize + offset, 5);
+    EXPECT_EQ(got->view(), Expected(hot, kBlockSize + offset, 5));
+    ++offset;
+  }
+  ChunkCacheStats s = cache->Stats();
+  EXPECT_GE(offset, 2u);  // not on the first request
+  // `other`, never requested, made way.
+  EXPECT_EQ(s.memory_bytes, hot.raw.size());
+  EXPECT_EQ(s.disk_read_bytes, (offset - 1) * kBlockSize + hot.raw.size());
+  EXPECT_EQ(GetRangeSync(*cache, hot.id, 3, 1000)->view(), Expected(hot, 3, 1000));
+  EXPECT_EQ(cache->Stats().memory_hits, 1u);
+  EXPECT_EQ(cache->Stats().disk_hits, offset);
 }
 
 TEST_P(ChunkCacheTest, FileMissingBehindOurBackIsAMiss) {
@@ -333,11 +487,17 @@ TEST_P(ChunkCacheTest, CapacityAccountingMatchesTheDisk) {
     ASSERT_LE(cache->Stats().disk_bytes, 100000u);
   }
   ChunkCacheStats s = cache->Stats();
-  uint64_t on_disk = 0;
+  uint64_t on_disk = 0, expected_on_disk = 0, cached_bytes = 0;
   auto files = FilesUnder(dir_);
-  for (auto& f : files) on_disk += fs::file_size(f) - kFileHeaderSize;
+  for (auto& f : files) on_disk += fs::file_size(f);
+  for (auto& c : chunks) {
+    if (!cache->Contains(c.id)) continue;
+    expected_on_disk += FileSize(c.raw.size());
+    cached_bytes += c.raw.size();
+  }
   EXPECT_EQ(files.size(), s.disk_chunks);
-  EXPECT_EQ(on_disk, s.disk_bytes);
+  EXPECT_EQ(on_disk, expected_on_disk);
+  EXPECT_EQ(cached_bytes, s.disk_bytes);
   EXPECT_EQ(s.inserts - s.evictions, s.disk_chunks);
   for (auto& c : chunks) {
     if (cache->Contains(c.id)) {
@@ -395,12 +555,15 @@ TEST_P(ChunkCacheTest, ConcurrentGetPutPinFromManyThreads) {
             // Asynchronous burst: the callbacks check the bytes.
             std::promise<void> done;
             std::atomic<int> left{2};
-            for (int k = 0; k < 2; ++k) {
-              cache->Get(c.id, [&](Result<Buffer> r) {
-                if (r.ok() && r->view() != c.raw.view()) ++bad;
-                if (--left == 0) done.set_value();
-              });
-            }
+            uint64_t offset = rng() % c.raw.size(), length = rng() % c.raw.size();
+            cache->Get(c.id, [&](Result<Buffer> r) {
+              if (r.ok() && r->view() != c.raw.view()) ++bad;
+              if (--left == 0) done.set_value();
+            });
+            cache->GetRange(c.id, offset, length, [&](Result<Buffer> r) {
+              if (r.ok() && r->view() != Expected(c, offset, length)) ++bad;
+              if (--left == 0) done.set_value();
+            });
             done.get_future().wait();
             break;
           }
@@ -521,10 +684,13 @@ TEST_F(ChunkCacheFaultTest, ShortTransfersAreResumed) {
   engine_->max_transfer = 1000;
   Chunk c = MakeChunk(7, 10000);
   ASSERT_TRUE(PutSync(*cache_, c).ok());
-  EXPECT_EQ(fs::file_size(ChunkPath(dir_, c.id)), kFileHeaderSize + 10000);
+  EXPECT_EQ(fs::file_size(ChunkPath(dir_, c.id)), FileSize(10000));
   auto got = GetSync(*cache_, c.id);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->view(), c.raw.view());
+  got = GetRangeSync(*cache_, c.id, 1234, 5678);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->view(), Expected(c, 1234, 5678));
 }
 
 TEST_F(ChunkCacheFaultTest, ConcurrentPutsOfOneChunkShareTheWrite) {

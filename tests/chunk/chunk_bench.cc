@@ -100,7 +100,31 @@ int Main(int argc, char** argv) {
     for (auto p : pieces)
       (void)EncodeChunk(std::span(random).subspan(p.data() - text.data(), p.size()), {});
   });
-  Report("encode, incompressible (zstd tried, dropped)", n, t);
+  Report("encode, incompressible (64 KiB probe, dropped)", n, t);
+  ChunkCodecOptions unprobed;
+  unprobed.probe_bytes = 0;
+  t = SecondsOf([&] {
+    for (auto p : pieces)
+      (void)EncodeChunk(std::span(random).subspan(p.data() - text.data(), p.size()), unprobed);
+  });
+  Report("encode, incompressible (zstd on all, dropped)", n, t);
+  for (int level : {1, 3}) {
+    for (size_t probe : {size_t{0}, size_t{64} << 10}) {
+      ChunkCodecOptions o;
+      o.zstd_level = level;
+      o.probe_bytes = probe;
+      t = SecondsOf([&] {
+        for (auto p : pieces) (void)EncodeChunk(p, o);
+      });
+      std::snprintf(extra, sizeof(extra), "(zstd-%d, probe %zu KiB)", level, probe >> 10);
+      Report("encode, text-like", n, t, extra);
+      t = SecondsOf([&] {
+        for (auto p : pieces)
+          (void)EncodeChunk(std::span(random).subspan(p.data() - text.data(), p.size()), o);
+      });
+      Report("encode, incompressible", n, t, extra);
+    }
+  }
 
   {
     object::MemoryObjectStore memory;

@@ -44,9 +44,11 @@ TEST(ChunkCodecTest, IncompressibleChunksAreStoredRaw) {
 
 TEST(ChunkCodecTest, MinSavingDecidesWhetherCompressionIsKept) {
   auto raw = PartlyCompressible(1 << 20, 0.10);  // zstd saves about 10%
+  // Without the probe: its slice from the middle is all random bytes.
   ChunkCodecOptions keep;
   keep.min_saving = 0.05;
-  ChunkCodecOptions skip;
+  keep.probe_bytes = 0;
+  ChunkCodecOptions skip = keep;
   skip.min_saving = 0.20;
   EXPECT_EQ(EncodeChunk(raw, keep).compression, Compression::kZstd);
   EXPECT_EQ(EncodeChunk(raw, skip).compression, Compression::kNone);
@@ -57,6 +59,36 @@ TEST(ChunkCodecTest, MinSavingDecidesWhetherCompressionIsKept) {
     auto dec = DecodeChunk(EncodeChunk(raw, o).bytes, ChunkId::Of(raw));
     ASSERT_TRUE(dec.ok());
     EXPECT_EQ(dec->size(), raw.size());
+  }
+}
+
+TEST(ChunkCodecTest, ProbeOfTheMiddleDecidesForLargeChunks) {
+  ChunkCodecOptions probed;
+  probed.probe_bytes = 64 << 10;
+  ChunkCodecOptions whole = probed;
+  whole.probe_bytes = 0;
+  // Compressible only outside the middle: the probe sees random bytes.
+  std::vector<uint8_t> edges = testdata::TextLike(1 << 20, 5);
+  const std::vector<uint8_t> noise = testdata::Random(256 << 10, 6);
+  std::copy(noise.begin(), noise.end(), edges.begin() + (384 << 10));
+  EXPECT_EQ(EncodeChunk(edges, whole).compression, Compression::kZstd);
+  EXPECT_EQ(EncodeChunk(edges, probed).compression, Compression::kNone);
+  // Compressible only in the middle: the probe says compress, and the
+  // whole chunk's saving decides.
+  std::vector<uint8_t> middle = testdata::Random(1 << 20, 7);
+  std::fill(middle.begin() + (256 << 10), middle.begin() + (768 << 10), 0);
+  EncodedChunk enc = EncodeChunk(middle, probed);
+  EXPECT_EQ(enc.compression, Compression::kZstd);
+  EXPECT_LT(enc.bytes.size(), middle.size() * 6 / 10);
+  // A chunk no larger than the probe is compressed whole.
+  auto small = PartlyCompressible(probed.probe_bytes, 0.5);
+  EXPECT_EQ(EncodeChunk(small, probed).compression, Compression::kZstd);
+  for (const auto* raw : {&edges, &middle, &small}) {
+    for (const ChunkCodecOptions& o : {probed, whole}) {
+      auto dec = DecodeChunk(EncodeChunk(*raw, o).bytes, ChunkId::Of(*raw));
+      ASSERT_TRUE(dec.ok()) << dec.status().ToString();
+      EXPECT_TRUE(std::equal(raw->begin(), raw->end(), dec->data(), dec->data() + dec->size()));
+    }
   }
 }
 

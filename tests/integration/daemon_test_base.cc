@@ -40,6 +40,7 @@ RawOptions DaemonTest::RawOptionsFor(uint32_t uid, uint32_t gid) const {
   options.mount_port = daemon_->mount_port();
   options.uid = uid;
   options.gid = gid;
+  options.export_path = daemon_->export_path();
   return options;
 }
 
@@ -58,14 +59,15 @@ void DaemonTest::Publish() {
 }
 
 Result<std::unique_ptr<NfsClient>> DaemonTest::HubView() const {
-  return NfsClient::Mount(daemon_->Url(0, 0));
+  GEOFS_RETURN_IF_ERROR(daemon_->WaitForWriteBack());
+  return NfsClient::Mount(daemon_->HubUrl(0, 0));
 }
 
 Result<ServerStat> DaemonTest::ServerLstat(const std::string& name) {
   ServerStat out;
-  if (hub()) {
+  if (hub_backed()) {
     GEOFS_ASSIGN_OR_RETURN(std::unique_ptr<NfsClient> view, HubView());
-    GEOFS_ASSIGN_OR_RETURN(nfs_stat_64 st, view->Stat("/" + name));
+    GEOFS_ASSIGN_OR_RETURN(nfs_stat_64 st, view->Stat(daemon_->HubPath(name)));
     out.mode = static_cast<uint32_t>(st.nfs_mode);
     out.uid = static_cast<uint32_t>(st.nfs_uid);
     out.gid = static_cast<uint32_t>(st.nfs_gid);
@@ -90,9 +92,9 @@ Result<ServerStat> DaemonTest::ServerLstat(const std::string& name) {
 }
 
 Result<std::string> DaemonTest::ServerRead(const std::string& name) {
-  if (hub()) {
+  if (hub_backed()) {
     GEOFS_ASSIGN_OR_RETURN(std::unique_ptr<NfsClient> view, HubView());
-    return view->ReadFile("/" + name);
+    return view->ReadFile(daemon_->HubPath(name));
   }
   std::ifstream in(Local(name), std::ios::binary);
   if (!in) return Status::FromErrno(errno, Local(name));
@@ -108,10 +110,11 @@ std::string DaemonTest::ServerContent(const std::string& name) {
 
 Result<std::string> DaemonTest::ServerReadlink(const std::string& name) {
   char target[4096] = {};
-  if (hub()) {
+  if (hub_backed()) {
     GEOFS_ASSIGN_OR_RETURN(std::unique_ptr<NfsClient> view, HubView());
-    int rc = nfs_readlink(view->ctx(), ("/" + name).c_str(), target, sizeof(target) - 1);
-    if (rc < 0) return Status::FromErrno(-rc, "readlink /" + name + ": " + view->Error());
+    const std::string path = daemon_->HubPath(name);
+    int rc = nfs_readlink(view->ctx(), path.c_str(), target, sizeof(target) - 1);
+    if (rc < 0) return Status::FromErrno(-rc, "readlink " + path + ": " + view->Error());
     return std::string(target);
   }
   ssize_t n = readlink(Local(name).c_str(), target, sizeof(target) - 1);
@@ -120,7 +123,7 @@ Result<std::string> DaemonTest::ServerReadlink(const std::string& name) {
 }
 
 std::string DaemonTest::StorageDir() const {
-  return hub() ? daemon_->state_dir() : daemon_->export_dir();
+  return hub_backed() ? daemon_->hub_data_dir() : daemon_->export_dir();
 }
 
 void DaemonTest::TearDown() {
@@ -133,7 +136,7 @@ void DaemonTest::TearDown() {
     constexpr size_t kTail = 16 << 10;
     std::string log = daemon_->Log();
     if (log.size() > kTail) log = "...\n" + log.substr(log.size() - kTail);
-    std::cerr << "---- " << (hub() ? "geofs-hubd" : "geofs-spoked") << " log ----\n"
+    std::cerr << "---- " << ServerKindName(server_kind()) << " log ----\n"
               << log << "----\n";
   }
 }

@@ -1,6 +1,6 @@
 // The gtest side of the integration harness: fixtures that run one server
-// under test per test (geofs-spoked over a directory, or geofs-hubd) and
-// connect libnfs clients to it. ServerTest suites run once per server:
+// under test per test (geofs-spoked over a directory, geofs-hubd, or
+// geofs-spoked over a geofs-hubd) and connect libnfs clients to it. ServerTest suites run once per server:
 // declare them with TEST_P and GEOFS_INSTANTIATE_FOR_EACH_SERVER(Suite).
 #pragma once
 
@@ -57,8 +57,10 @@ namespace geofs::testing {
 
 // What the server itself holds for one object, seen without going through
 // the client under test: lstat() of the export directory for a spoke, a
-// separate uid-0 NFS mount for a hub (whose namespace lives in RocksDB; that
-// mount is subject to the export's squash policy like any client).
+// separate uid-0 NFS mount of the hub's export for a hub (whose namespace
+// lives in RocksDB; that mount is subject to the export's squash policy like
+// any client) and for a spoke over a hub (the hub is the authority: what the
+// spoke acknowledged must be there once its write-back has drained).
 struct ServerStat {
   uint32_t mode = 0;  // type and permission bits (S_IFMT | 07777)
   uint32_t uid = 0;
@@ -75,6 +77,9 @@ class DaemonTest : public ::testing::Test {
   // The server StartDaemon() runs; ServerTest takes it from the parameter.
   virtual ServerKind server_kind() const { return ServerKind::kSpoke; }
   bool hub() const { return server_kind() == ServerKind::kHub; }
+  bool spoke_over_hub() const { return server_kind() == ServerKind::kSpokeOverHub; }
+  // Whether the data lives in a hub's namespace (kHub, kSpokeOverHub).
+  bool hub_backed() const { return hub() || spoke_over_hub(); }
 
   // Starts the server with `options` (options.kind is set to server_kind());
   // fails the test fatally (with the daemon's log) if it does not come up.
@@ -95,16 +100,19 @@ class DaemonTest : public ::testing::Test {
   std::unique_ptr<RawNfs> Raw(uint32_t uid = 0, uint32_t gid = 0);
   RawOptions RawOptionsFor(uint32_t uid, uint32_t gid) const;
 
-  // Path of `name` inside the export directory on the local disk. For a hub
-  // this is a staging tree: call Publish() to make what is there visible.
+  // Path of `name` inside the export directory on the local disk. For the
+  // hub kinds this is a staging tree: call Publish() to make what is there
+  // visible.
   std::string Local(const std::string& name) const { return daemon_->export_dir() + "/" + name; }
   // Makes files made under Local() visible through the export (a no-op for a
-  // spoke; geofsctl import for a hub). Fails the test fatally on error.
+  // spoke; geofsctl import into the hub for the hub kinds). Fails the test
+  // fatally on error.
   void Publish();
 
   // The server's own view of `name` (relative to the export root), for
   // checking that the server really did what a client was told it did.
-  // kNotFound if there is no such object.
+  // kNotFound if there is no such object. For a spoke over a hub these wait
+  // until the spoke's journal has drained to the hub, then look at the hub.
   Result<ServerStat> ServerLstat(const std::string& name);
   Result<std::string> ServerRead(const std::string& name);
   // ServerRead's content, or "<error: ...>" so that a comparison fails
@@ -124,7 +132,8 @@ class DaemonTest : public ::testing::Test {
   std::unique_ptr<Daemon> daemon_;
 
  private:
-  // A fresh root mount: the hub's view for ServerLstat and friends.
+  // A fresh root mount of the hub's export, once the spoke (if any) has
+  // written back everything: the view for ServerLstat and friends.
   Result<std::unique_ptr<NfsClient>> HubView() const;
 };
 
@@ -134,14 +143,15 @@ class ServerTest : public DaemonTest, public ::testing::WithParamInterface<Serve
   ServerKind server_kind() const override { return GetParam(); }
 };
 
-// Prints "Spoke" / "Hub": gtest shows it as GetParam(), and CTest names each
-// test after it (Suite.Test/Spoke, Suite.Test/Hub).
+// Prints "Spoke" / "Hub" / "SpokeOverHub": gtest shows it as GetParam(), and
+// CTest names each test after it (Suite.Test/Spoke, Suite.Test/Hub, ...).
 void PrintTo(ServerKind kind, std::ostream* os);
 
 }  // namespace geofs::testing
 
 // Instantiates the TEST_P tests of `suite` (a ServerTest) once per server.
-#define GEOFS_INSTANTIATE_FOR_EACH_SERVER(suite) \
-  INSTANTIATE_TEST_SUITE_P(                      \
-      , suite,                                   \
-      ::testing::Values(::geofs::testing::ServerKind::kSpoke, ::geofs::testing::ServerKind::kHub))
+#define GEOFS_INSTANTIATE_FOR_EACH_SERVER(suite)                                               \
+  INSTANTIATE_TEST_SUITE_P(, suite,                                                            \
+                           ::testing::Values(::geofs::testing::ServerKind::kSpoke,             \
+                                             ::geofs::testing::ServerKind::kHub,               \
+                                             ::geofs::testing::ServerKind::kSpokeOverHub))

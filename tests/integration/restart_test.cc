@@ -1,5 +1,7 @@
 // What must survive a daemon restart (file handles, with the same state or
 // data directory) and what must not (the write verifier), on each server.
+// For a spoke over a hub, Restart() and Kill() take both processes down;
+// SpokeRestartTest restarts the spoke alone under a running hub.
 #include <filesystem>
 #include <string>
 
@@ -110,7 +112,39 @@ TEST_P(RestartTest, NewHandleKeyInvalidatesOldHandles) {
   EXPECT_NFS_STATUS(NFS3_OK, looked.status);
 }
 
+// Only the spoke goes down; the hub keeps running (and keeps the leases the
+// old session held until they expire or the new session replaces them).
+using SpokeRestartTest = RestartTest;
+
+TEST_P(SpokeRestartTest, HandlesSurviveCleanSpokeRestart) {
+  GEOFS_ASSERT_OK(daemon_->StopFrontEnd());
+  GEOFS_ASSERT_OK(daemon_->Start());
+  ExpectOldHandlesWork();
+}
+
+TEST_P(SpokeRestartTest, HandlesSurviveSpokeCrash) {
+  daemon_->KillFrontEnd();
+  GEOFS_ASSERT_OK(daemon_->Start());
+  ExpectOldHandlesWork();
+}
+
+TEST_P(SpokeRestartTest, CommittedWriteReachesTheHubAfterSpokeCrash) {
+  // COMMIT answered means the data is in the spoke's synced journal; a crash
+  // before the upload must not lose it: the restarted spoke commits it.
+  auto raw = Raw();
+  ASSERT_NE(raw, nullptr);
+  GEOFS_ASSERT_OK_AND_ASSIGN(auto w, raw->Write(file_, 14, " and more", UNSTABLE));
+  ASSERT_NFS_STATUS(NFS3_OK, w.status);
+  GEOFS_ASSERT_OK_AND_ASSIGN(auto commit, raw->Commit(file_));
+  ASSERT_NFS_STATUS(NFS3_OK, commit.status);
+  raw.reset();
+  daemon_->KillFrontEnd();
+  GEOFS_ASSERT_OK(daemon_->Start());
+  EXPECT_EQ(ServerContent("dir/file"), "before restart and more");
+}
+
 GEOFS_INSTANTIATE_FOR_EACH_SERVER(RestartTest);
+INSTANTIATE_TEST_SUITE_P(, SpokeRestartTest, ::testing::Values(ServerKind::kSpokeOverHub));
 
 }  // namespace
 }  // namespace geofs::testing

@@ -122,9 +122,9 @@ TEST_P(WireTest, MultiFragmentCallsAreReassembled) {
   ASSERT_NO_FATAL_FAILURE(StartDaemon());
   auto mount = ConnectTo(daemon_->mount_port());
   ASSERT_NE(mount, nullptr);
-  // MNT "/" split into 4-byte fragments, as libtirpc may send it.
+  // MNT of the export split into 4-byte fragments, as libtirpc may send it.
   xdr::Encoder args;
-  args.String("/");
+  args.String(daemon_->export_path());
   RpcCallSpec call;
   call.xid = mount->NextXid();
   call.program = kMount;
@@ -186,8 +186,9 @@ TEST_P(WireTest, MountProceduresMntDumpUmntExport) {
   auto mount = ConnectTo(daemon_->mount_port());
   ASSERT_NE(mount, nullptr);
   const RpcAuth cred = RpcAuth::Sys(0, 0);
+  const std::string root = daemon_->export_path();
 
-  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply mnt, mount->Call(kMount, 3, 1, DirPath("/"), cred));
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply mnt, mount->Call(kMount, 3, 1, DirPath(root), cred));
   ASSERT_EQ(mnt.accept_stat, kSuccess);
   {
     xdr::Decoder d(mnt.body);
@@ -214,15 +215,15 @@ TEST_P(WireTest, MountProceduresMntDumpUmntExport) {
 
   GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply dump, mount->Call(kMount, 3, 2));
   ASSERT_EQ(dump.accept_stat, kSuccess);
-  EXPECT_EQ(DecodeMountList(dump.body).count({"127.0.0.1", "/"}), 1u);
+  EXPECT_EQ(DecodeMountList(dump.body).count({"127.0.0.1", root}), 1u);
 
-  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply umnt, mount->Call(kMount, 3, 3, DirPath("/"), cred));
+  GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply umnt, mount->Call(kMount, 3, 3, DirPath(root), cred));
   EXPECT_EQ(umnt.accept_stat, kSuccess);
   EXPECT_TRUE(umnt.body.empty());
   GEOFS_ASSERT_OK_AND_ASSIGN(dump, mount->Call(kMount, 3, 2));
-  EXPECT_EQ(DecodeMountList(dump.body).count({"127.0.0.1", "/"}), 0u);
+  EXPECT_EQ(DecodeMountList(dump.body).count({"127.0.0.1", root}), 0u);
 
-  GEOFS_ASSERT_OK_AND_ASSIGN(mnt, mount->Call(kMount, 3, 1, DirPath("/"), cred));
+  GEOFS_ASSERT_OK_AND_ASSIGN(mnt, mount->Call(kMount, 3, 1, DirPath(root), cred));
   GEOFS_ASSERT_OK_AND_ASSIGN(RpcReply umntall, mount->Call(kMount, 3, 4, {}, cred));
   EXPECT_EQ(umntall.accept_stat, kSuccess);
   GEOFS_ASSERT_OK_AND_ASSIGN(dump, mount->Call(kMount, 3, 2));
@@ -247,7 +248,7 @@ TEST_P(WireTest, MountProceduresMntDumpUmntExport) {
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d.remaining(), 0u);
   ASSERT_EQ(listed.size(), 1u);
-  EXPECT_EQ(listed.begin()->first, "/");
+  EXPECT_EQ(listed.begin()->first, root);
   EXPECT_EQ(listed.begin()->second, (std::set<std::string>{"10.0.0.0/8", "127.0.0.0/8"}));
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -104,6 +105,42 @@ TEST(HandleCodecTest, SameKeyAcrossInstancesAndThreads) {
   }
   for (auto& th : threads) th.join();
   for (int v : ok) EXPECT_EQ(v, 500);
+}
+
+// Encode and Decode answer from remembered MACs; with more handles than
+// the memo holds, threads overwrite each other's slots while others read
+// them, and every MAC must still be the true HMAC and every altered handle
+// refused.
+TEST(HandleCodecTest, RememberedMacsStayTrueUnderContention) {
+  HandleCodec::Key key = HandleCodec::RandomKey();
+  HandleCodec codec(key);
+  constexpr int kThreads = 4;
+  constexpr int kHandles = 24000;  // more than the memo's slots
+  std::vector<int> bad(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 2; ++round) {
+        for (int i = t; i < kHandles; i += 2) {  // pairs of threads share handles
+          uint8_t bytes[12] = {};
+          std::memcpy(bytes, &i, sizeof(i));
+          FileHandle fh = codec.Encode(9, vfs::Handle(bytes));
+          size_t body = fh.size() - HandleCodec::kMacBytes;
+          uint8_t mac[EVP_MAX_MD_SIZE];
+          unsigned int len = 0;
+          HMAC(EVP_sha256(), key.data(), key.size(), fh.bytes().data(), body, mac, &len);
+          if (!std::equal(mac, mac + HandleCodec::kMacBytes, fh.bytes().data() + body)) ++bad[t];
+          auto decoded = codec.Decode(fh.bytes());
+          if (!decoded.ok() || !(decoded->handle == vfs::Handle(bytes))) ++bad[t];
+          std::vector<uint8_t> altered(fh.bytes().begin(), fh.bytes().end());
+          altered[body + (i % HandleCodec::kMacBytes)] ^= 1;
+          if (codec.Decode(altered).ok()) ++bad[t];
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(bad[t], 0) << t;
 }
 
 TEST(HandleKeyTest, CreatedOnceThenReloaded) {

@@ -660,6 +660,12 @@ class QuickBackend : public vfs::MemoryBackend {
   bool QuickMetadata() const override { return true; }
 };
 
+// One that declares its changes quick as well.
+class QuickChangesBackend : public QuickBackend {
+ public:
+  bool QuickChanges() const override { return true; }
+};
+
 TEST(NfsProgramInlineTest, OnlyQuickMetadataOfQuickBackendsRunsInline) {
   auto runs_inline = [](const NfsProgram& p, NfsProc proc) {
     rpc::CallContext ctx;
@@ -691,6 +697,37 @@ TEST(NfsProgramInlineTest, OnlyQuickMetadataOfQuickBackendsRunsInline) {
   EXPECT_TRUE(runs_inline(mixed_program, NfsProc::kNull));
   EXPECT_FALSE(runs_inline(mixed_program, NfsProc::kGetattr)) << "one export may block";
   EXPECT_FALSE(runs_inline(mixed_program, NfsProc::kLookup));
+}
+
+TEST(NfsProgramInlineTest, ChangesRunInlineOnlyWhenEveryBackendSaysTheyAreQuick) {
+  auto runs_inline = [](const NfsProgram& p, NfsProc proc) {
+    rpc::CallContext ctx;
+    ctx.procedure = static_cast<uint32_t>(proc);
+    return p.RunsInline(ctx);
+  };
+  const NfsProc changes[] = {NfsProc::kSetattr, NfsProc::kCreate, NfsProc::kMkdir,
+                             NfsProc::kSymlink, NfsProc::kMknod,  NfsProc::kRemove,
+                             NfsProc::kRmdir,   NfsProc::kRename, NfsProc::kLink};
+  HandleCodec codec(HandleCodec::RandomKey());
+  QuickChangesBackend quick;
+  QuickBackend quick_reads;
+  ExportOptions options;
+  options.path = "/quick";
+  ExportTable exports;
+  ASSERT_TRUE(exports.Add(options, &quick).ok());
+  NfsProgram program(&exports, &codec);
+  for (NfsProc p : changes) EXPECT_TRUE(runs_inline(program, p)) << static_cast<int>(p);
+  for (NfsProc p : {NfsProc::kRead, NfsProc::kWrite, NfsProc::kCommit, NfsProc::kReaddir,
+                    NfsProc::kReaddirplus, NfsProc::kFsstat, NfsProc::kReadlink}) {
+    EXPECT_FALSE(runs_inline(program, p)) << static_cast<int>(p);
+  }
+  ExportTable mixed_exports;
+  ASSERT_TRUE(mixed_exports.Add(options, &quick).ok());
+  options.path = "/reads";
+  ASSERT_TRUE(mixed_exports.Add(options, &quick_reads).ok());
+  NfsProgram mixed(&mixed_exports, &codec);
+  for (NfsProc p : changes) EXPECT_FALSE(runs_inline(mixed, p)) << static_cast<int>(p);
+  EXPECT_TRUE(runs_inline(mixed, NfsProc::kGetattr));
 }
 
 }  // namespace

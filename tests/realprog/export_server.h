@@ -1,9 +1,10 @@
 // The NFS server that the real-program tests mount through geofs-nfs-fuse.
 // Each kind of deployment (a standalone spoke over a directory, the hub's own
-// export, later a spoke over a hub) is one small ExportServer subclass; the
-// tests run once per entry of ExportServerKinds().
+// export, a spoke over a hub) is one small ExportServer subclass; the tests
+// run once per entry of ExportServerKinds().
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -30,6 +31,15 @@ class ExportServer {
   virtual std::string Url() const = 0;
   // What the processes logged, for failure messages.
   virtual std::string Log() const = 0;
+
+  // libnfs URL (uid 0) of the same tree where it is authoritative: the
+  // export itself, or for a spoke over a hub the portal through the hub's
+  // own export.
+  virtual std::string AuthorityUrl() const { return Url(); }
+  // Waits until everything the export acknowledged is visible at
+  // AuthorityUrl() (a spoke's journal committed at its hub); kDeadlineExceeded
+  // after `timeout`.
+  virtual Status WaitSettled(std::chrono::milliseconds timeout) { return Status::Ok(); }
 };
 
 struct ExportServerKind {
@@ -41,6 +51,10 @@ struct ExportServerKind {
 Result<std::unique_ptr<ExportServer>> CreateStandaloneSpoke();
 // geofs-hubd over a fresh data directory, serving its namespace as export /.
 Result<std::unique_ptr<ExportServer>> CreateHubExport();
+
+// geofs-hubd (with its own NFS export) and geofs-spoked --hub serving the
+// hub's /datasets from a fresh cache directory.
+Result<std::unique_ptr<ExportServer>> CreateSpokeOverHub();
 
 // Every kind the tests run against.
 std::vector<ExportServerKind> ExportServerKinds();

@@ -1,7 +1,8 @@
 // Real programs (cp -r, diff, sha256sum, coreutils, a PyTorch DataLoader) on
 // a geofs export mounted through geofs-nfs-fuse, once per kind of server.
 // What the programs wrote is checked again through a separate libnfs client,
-// so the bridge cannot vouch for itself.
+// so the bridge cannot vouch for itself, and where the export is not the
+// authority (a spoke over a hub) at the authority once the export settled.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +38,8 @@ using hub::testing::CommandResult;
 
 constexpr size_t kBigFileBytes = 50u << 20;
 constexpr char kPython[] = "/usr/bin/python3";
+// How long a spoke may take to commit what the tests write at its hub.
+constexpr auto kSettleTimeout = std::chrono::seconds(60);
 
 std::string RandomBytes(std::mt19937_64& rng, size_t n) {
   std::string out(n, '\0');
@@ -142,6 +145,17 @@ class RealProgramTest : public ::testing::TestWithParam<ExportServerKind> {
 
   fs::path Base() const { return base_.path(); }
 
+  // A libnfs client of the authority, once what the export acknowledged
+  // reached it.
+  std::unique_ptr<testing::NfsClient> SettledAuthority() {
+    Status settled = server_->WaitSettled(kSettleTimeout);
+    EXPECT_TRUE(settled.ok()) << settled.ToString() << "\nserver log:\n" << server_->Log();
+    if (!settled.ok()) return nullptr;
+    auto client = testing::NfsClient::Mount(server_->AuthorityUrl());
+    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    return client.ok() ? std::move(*client) : nullptr;
+  }
+
   hub::testing::TempDir base_;
   const fs::path mnt_ = Base() / "mnt";
   std::unique_ptr<ExportServer> server_;
@@ -162,12 +176,24 @@ TEST_P(RealProgramTest, CpTreeInAndOutMatchesDiff) {
   // The symlinks stayed symlinks on the server.
   EXPECT_TRUE(fs::is_symlink(mnt_ / "tree" / "file-link"));
   EXPECT_EQ(fs::read_symlink(mnt_ / "tree" / "d1" / "dir-link"), "../d0");
-  auto link = nfs_->Stat("/tree/file-link");
+
+  // The authority holds the same tree (for a spoke: the hub, once the
+  // spoke's journal is committed), seen through a second bridge.
+  auto authority = SettledAuthority();
+  ASSERT_TRUE(authority);
+  const fs::path authority_mnt = Base() / "authority";
+  fs::create_directory(authority_mnt);
+  auto authority_mount = FuseMount::Mount(server_->AuthorityUrl(), authority_mnt.string());
+  ASSERT_TRUE(authority_mount.ok()) << authority_mount.status().ToString();
+  EXPECT_SHELL_OK("diff -r --no-dereference " + Quote(src) + " " + Quote(authority_mnt / "tree"));
+  Status unmounted = (*authority_mount)->Unmount();
+  EXPECT_TRUE(unmounted.ok()) << unmounted.ToString();
+
+  auto link = authority->Stat("/tree/file-link");
   ASSERT_TRUE(link.ok()) << link.status().ToString();
   EXPECT_TRUE(S_ISLNK(link->nfs_mode));
-
-  // The big file reached the server byte for byte (read without the bridge).
-  auto big = nfs_->ReadFile("/tree/big.bin");
+  // The big file reached the authority byte for byte (read without a bridge).
+  auto big = authority->ReadFile("/tree/big.bin");
   ASSERT_TRUE(big.ok()) << big.status().ToString();
   EXPECT_EQ(big->size(), kBigFileBytes);
   EXPECT_TRUE(*big == ReadLocalFile(src / "big.bin")) << "big.bin differs on the server";
@@ -210,7 +236,9 @@ TEST_P(RealProgramTest, CoreutilsChangesReachTheServer) {
   EXPECT_SHELL_OK("ln -s g " + Quote(mnt_ / "a" / "lnk"));
   EXPECT_SHELL_OK("rm -r " + Quote(mnt_ / "a" / "b"));
 
-  auto names = nfs_->ListNames("/a");
+  auto authority = SettledAuthority();
+  ASSERT_TRUE(authority);
+  auto names = authority->ListNames("/a");
   ASSERT_TRUE(names.ok()) << names.status().ToString();
   std::vector<std::string> listed;
   for (const std::string& n : *names) {
@@ -219,7 +247,7 @@ TEST_P(RealProgramTest, CoreutilsChangesReachTheServer) {
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(listed, (std::vector<std::string>{"g", "lnk"}));
 
-  auto g = nfs_->Stat("/a/g");
+  auto g = authority->Stat("/a/g");
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   EXPECT_EQ(g->nfs_mode & 07777, 0640u);
   EXPECT_EQ(g->nfs_size, 100000u);
@@ -228,14 +256,14 @@ TEST_P(RealProgramTest, CoreutilsChangesReachTheServer) {
   ASSERT_EQ(lstat((mnt_ / "a" / "g").c_str(), &local), 0);
   EXPECT_EQ(local.st_ino, g->nfs_ino) << "the bridge reports the NFS fileid as st_ino";
 
-  auto content = nfs_->ReadFile("/a/g");
+  auto content = authority->ReadFile("/a/g");
   ASSERT_TRUE(content.ok()) << content.status().ToString();
   std::string expected = "hello\nworld\n";
   expected.resize(100000, '\0');
   EXPECT_TRUE(*content == expected);
 
   char* target = nullptr;
-  ASSERT_EQ(nfs_readlink2(nfs_->ctx(), "/a/lnk", &target), 0) << nfs_->Error();
+  ASSERT_EQ(nfs_readlink2(authority->ctx(), "/a/lnk", &target), 0) << authority->Error();
   EXPECT_STREQ(target, "g");
   free(target);
 }
@@ -269,6 +297,13 @@ TEST_P(RealProgramTest, CopiedFilesSurviveAServerCrash) {
     ASSERT_TRUE(read.ok()) << name << ": " << read.status().ToString();
     EXPECT_EQ(read->size(), data.size()) << name;
     EXPECT_TRUE(*read == data) << name << " differs after the crash";
+  }
+  auto authority = SettledAuthority();
+  ASSERT_TRUE(authority);
+  for (const auto& [name, data] : files) {
+    auto read = authority->ReadFile("/tree/" + name);
+    ASSERT_TRUE(read.ok()) << name << ": " << read.status().ToString();
+    EXPECT_TRUE(*read == data) << name << " differs at the authority after the crash";
   }
 }
 

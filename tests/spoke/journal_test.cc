@@ -72,9 +72,12 @@ std::unique_ptr<WriteJournal> OpenJournal(const std::string& dir, uint64_t max_b
   return j.ok() ? std::move(j).value() : nullptr;
 }
 
+// The segment files (not the space reserve).
 std::vector<std::string> Segments(const std::string& dir) {
   std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().string());
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".log") out.push_back(e.path().string());
+  }
   std::sort(out.begin(), out.end());
   return out;
 }

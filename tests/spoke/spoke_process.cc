@@ -14,7 +14,8 @@ namespace geofs::spoke::testing {
 
 Result<std::unique_ptr<SpokeProcess>> SpokeProcess::Create(SpokeProcessOptions options) {
   std::unique_ptr<SpokeProcess> p(new SpokeProcess(std::move(options)));
-  p->cache_dir_ = p->base_.path() + "/cache";
+  p->cache_dir_ =
+      p->options_.cache_dir.empty() ? p->base_.path() + "/cache" : p->options_.cache_dir;
   return p;
 }
 
@@ -78,6 +79,12 @@ Status SpokeProcess::Stop() {
 void SpokeProcess::Kill() {
   if (child_) child_->Kill();
 }
+
+void SpokeProcess::Signal(int sig) {
+  if (child_ && child_->running()) ::kill(child_->pid(), sig);
+}
+
+bool SpokeProcess::Alive() { return child_ && child_->running() && !child_->Exited(); }
 
 std::string SpokeProcess::NfsUrl(uint32_t uid, uint32_t gid) const {
   return "nfs://127.0.0.1" + options_.portal + "?version=3&nfsport=" + std::to_string(nfs_port_) +

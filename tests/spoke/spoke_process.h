@@ -17,6 +17,7 @@ struct SpokeProcessOptions {
   std::string hub_address;
   std::string portal = "/datasets";
   std::vector<std::string> extra_args;  // e.g. {"--immutable"}
+  std::string cache_dir;                // empty: a private temporary one
 };
 
 // One geofs-spoked --hub over a private cache directory that survives
@@ -30,8 +31,14 @@ class SpokeProcess {
   // SIGTERM; OK if it exits with status 0.
   Status Stop();
   void Kill();
+  // Sends `sig` (SIGSTOP/SIGCONT to cut it off and resume it).
+  void Signal(int sig);
+  // True while the process runs (reaps it once it has exited).
+  bool Alive();
 
   const std::string& cache_dir() const { return cache_dir_; }
+  uint16_t nfs_port() const { return nfs_port_; }
+  uint16_t mount_port() const { return mount_port_; }
   // libnfs URL of the portal's export (no auto-reconnect).
   std::string NfsUrl(uint32_t uid = 0, uint32_t gid = 0) const;
   std::string Log() const;

@@ -129,10 +129,76 @@ Status RunToCompletion(const std::vector<std::string>& args, const std::string& 
   return Status::Internal(args[0] + " " + DescribeWaitStatus(status));
 }
 
+
+// The port in "metrics on HOST:PORT" at or after `from`; 0 if absent.
+uint16_t MetricsPortIn(const std::string& log, size_t from) {
+  static constexpr std::string_view kKey = "metrics on ";
+  size_t at = log.find(kKey, from);
+  if (at == std::string::npos) return 0;
+  size_t end = log.find_first_of(" \n", at + kKey.size());
+  if (end == std::string::npos) return 0;
+  size_t colon = log.rfind(':', end);
+  if (colon == std::string::npos || colon < at) return 0;
+  return static_cast<uint16_t>(std::strtoul(log.c_str() + colon + 1, nullptr, 10));
+}
+
+// GET `path` from 127.0.0.1:port over HTTP/1.0: the body of a 200 answer.
+Result<std::string> HttpGet(uint16_t port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::FromErrno(errno, "socket");
+  sockaddr_in addr = Loopback(port);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    int err = errno;
+    close(fd);
+    return Status::FromErrno(err, "connect to metrics port " + std::to_string(port));
+  }
+  const std::string request = "GET " + path + " HTTP/1.0\r\n\r\n";
+  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
+    int err = errno;
+    close(fd);
+    return Status::FromErrno(err, "send to metrics port");
+  }
+  std::string response;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) response.append(buf, static_cast<size_t>(n));
+  close(fd);
+  size_t body = response.find("\r\n\r\n");
+  if (response.rfind("HTTP/1.", 0) != 0 || response.find(" 200 ") == std::string::npos ||
+      body == std::string::npos) {
+    return Status::IoError("metrics answered: " + response.substr(0, 200));
+  }
+  return response.substr(body + 4);
+}
+
+// The value of the first sample of metric `name` in Prometheus text.
+Result<double> MetricValue(const std::string& text, std::string_view name) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind(name, 0) != 0 || line.size() == name.size()) continue;
+    if (line[name.size()] != '{' && line[name.size()] != ' ') continue;
+    size_t space = line.rfind(' ');
+    return std::strtod(line.c_str() + space + 1, nullptr);
+  }
+  return Status::NotFound("no metric " + std::string(name));
+}
+
+// The hub directory a spoke over a hub serves (also its export path).
+constexpr char kPortal[] = "/datasets";
 }  // namespace
 
 std::string_view ServerKindName(ServerKind kind) {
-  return kind == ServerKind::kHub ? "Hub" : "Spoke";
+  switch (kind) {
+    case ServerKind::kSpoke:
+      return "Spoke";
+    case ServerKind::kHub:
+      return "Hub";
+    case ServerKind::kSpokeOverHub:
+      return "SpokeOverHub";
+  }
+  return "?";
 }
 
 std::string SpokedPath() { return EnvOr("GEOFS_SPOKED", GEOFS_SPOKED_PATH); }
@@ -151,28 +217,54 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options) {
   if (mkdtemp(pattern.data()) == nullptr) return Status::FromErrno(errno, "mkdtemp");
   d->base_dir_ = pattern;
   d->export_dir_ = d->base_dir_ + "/export";
-  d->state_dir_ = d->base_dir_ + "/state";
-  d->log_path_ = d->base_dir_ + "/daemon.log";
+  d->front_.log_path = d->base_dir_ + "/daemon.log";
+  std::vector<std::string> dirs = {d->export_dir_};
+  switch (d->options_.kind) {
+    case ServerKind::kSpoke:
+      d->front_.name = "geofs-spoked";
+      d->state_dir_ = d->base_dir_ + "/state";
+      dirs.push_back(d->state_dir_);
+      break;
+    case ServerKind::kHub:
+      d->front_.name = "geofs-hubd";
+      d->state_dir_ = d->hub_data_dir_ = d->base_dir_ + "/state";
+      dirs.push_back(d->state_dir_);
+      break;
+    case ServerKind::kSpokeOverHub:
+      d->front_.name = "geofs-spoked";
+      d->hub_.name = "geofs-hubd";
+      d->hub_.log_path = d->base_dir_ + "/hub.log";
+      d->export_path_ = kPortal;
+      d->hub_data_dir_ = d->base_dir_ + "/hub";
+      d->cache_dir_ = d->base_dir_ + "/cache";
+      // The spoke makes it; the handle key lives there (src/spoke/hub_spoke.h).
+      d->state_dir_ = d->cache_dir_ + "/state";
+      dirs.push_back(d->hub_data_dir_);
+      dirs.push_back(d->cache_dir_);
+      break;
+  }
   // The export root is a typical root-owned 0755 directory, so permission
-  // tests can rely on it: only root may create entries in it.
-  for (const std::string& dir : {d->export_dir_, d->state_dir_}) {
+  // tests can rely on it: only root may create entries in it. (Under a spoke
+  // over a hub, the first import gives the hub's /datasets the same.)
+  for (const std::string& dir : dirs) {
     if (mkdir(dir.c_str(), 0755) != 0 || chmod(dir.c_str(), 0755) != 0) {
       return Status::FromErrno(errno, dir);
     }
   }
 
-  GEOFS_ASSIGN_OR_RETURN(d->nfs_port_, PickFreePort());
-  if (d->options_.shared_port) {
-    d->mount_port_ = d->nfs_port_;
-  } else {
-    GEOFS_ASSIGN_OR_RETURN(d->mount_port_, PickFreePort());
+  std::vector<uint16_t*> ports = {&d->nfs_port_};
+  if (!d->options_.shared_port) ports.push_back(&d->mount_port_);
+  if (d->options_.portmap) ports.push_back(&d->portmap_port_);
+  if (d->has_hub_process()) ports.push_back(&d->hub_nfs_port_);
+  for (uint16_t* port : ports) {
+    GEOFS_ASSIGN_OR_RETURN(*port, PickFreePort());
   }
-  if (d->options_.portmap) {
-    GEOFS_ASSIGN_OR_RETURN(d->portmap_port_, PickFreePort());
-  }
+  if (d->options_.shared_port) d->mount_port_ = d->nfs_port_;
   // Ports picked one after another may repeat once the first is closed.
-  if (!d->options_.shared_port && d->mount_port_ == d->nfs_port_) {
-    return Status::Unavailable("picked the same port twice; retry");
+  for (size_t i = 0; i < ports.size(); ++i) {
+    for (size_t j = i + 1; j < ports.size(); ++j) {
+      if (*ports[i] == *ports[j]) return Status::Unavailable("picked the same port twice; retry");
+    }
   }
   return d;
 }
@@ -193,45 +285,52 @@ std::vector<uint16_t> Daemon::Ports() const {
   return ports;
 }
 
-std::string Daemon::Name() const {
-  return options_.kind == ServerKind::kHub ? "geofs-hubd" : "geofs-spoked";
+std::vector<std::string> Daemon::HubArguments(uint16_t nfs_port, uint16_t mount_port,
+                                              const std::vector<std::string>& extra) const {
+  std::vector<std::string> args = {HubdPath(), "--data-dir", hub_data_dir_, "--listen",
+                                   "127.0.0.1:0", "--nfs-port", std::to_string(nfs_port)};
+  if (options_.kind == ServerKind::kHub) args[0] = options_.binary;
+  // A restarted hub holds changes for up to 1.5 lease TTLs (docs/coherence.md);
+  // keep that short for the spoke's sake.
+  if (options_.kind == ServerKind::kSpokeOverHub) args.insert(args.end(), {"--lease-ttl", "2"});
+  // Without --mount-port the hub serves MOUNT on the NFS port.
+  if (mount_port != nfs_port) {
+    args.insert(args.end(), {"--mount-port", std::to_string(mount_port)});
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
 }
 
-std::vector<std::string> Daemon::Arguments() const {
-  std::vector<std::string> args = {options_.binary};
+std::vector<std::string> Daemon::FrontEndArguments() const {
   if (options_.kind == ServerKind::kHub) {
-    args.insert(args.end(), {"--data-dir", state_dir_, "--listen", "127.0.0.1:0", "--nfs-port",
-                             std::to_string(nfs_port_)});
-    // Without --mount-port the hub serves MOUNT on the NFS port.
-    if (mount_port_ != nfs_port_) {
-      args.insert(args.end(), {"--mount-port", std::to_string(mount_port_)});
-    }
+    return HubArguments(nfs_port_, mount_port_, options_.extra_args);
+  }
+  std::vector<std::string> args = {options_.binary};
+  if (options_.kind == ServerKind::kSpoke) {
+    args.insert(args.end(), {"--export-dir", export_dir_, "--state-dir", state_dir_});
   } else {
-    args.insert(args.end(), {"--export-dir", export_dir_, "--listen", "127.0.0.1", "--nfs-port",
-                             std::to_string(nfs_port_), "--mount-port", std::to_string(mount_port_),
-                             "--state-dir", state_dir_});
-    if (portmap_port_ != 0) {
-      args.insert(args.end(), {"--portmap-port", std::to_string(portmap_port_)});
-    }
+    args.insert(args.end(), {"--hub", grpc_address_, "--portal", kPortal, "--cache-dir",
+                             cache_dir_, "--metrics-port", "0"});
+  }
+  args.insert(args.end(), {"--listen", "127.0.0.1", "--nfs-port", std::to_string(nfs_port_),
+                           "--mount-port", std::to_string(mount_port_)});
+  if (portmap_port_ != 0) {
+    args.insert(args.end(), {"--portmap-port", std::to_string(portmap_port_)});
   }
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   return args;
 }
 
-Status Daemon::Start() {
-  if (running()) return Status::Internal("daemon already running");
-  if (access(options_.binary.c_str(), X_OK) != 0) {
-    return Status::NotFound("no executable " + Name() + " at " + options_.binary);
+Status Daemon::Spawn(const std::vector<std::string>& args, Process& p) {
+  if (access(args[0].c_str(), X_OK) != 0) {
+    return Status::NotFound("no executable " + p.name + " at " + args[0]);
   }
-  std::vector<std::string> args = Arguments();
+  std::vector<std::string> copy = args;
   std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
+  for (std::string& a : copy) argv.push_back(a.data());
   argv.push_back(nullptr);
-
-  // Earlier runs' lines stay in the log; only this run's count.
-  const size_t log_start = Log().size();
-  int log_fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) return Status::FromErrno(errno, log_path_);
+  int log_fd = open(p.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return Status::FromErrno(errno, p.log_path);
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd < 0) {
     close(log_fd);
@@ -254,23 +353,58 @@ Status Daemon::Start() {
   close(log_fd);
   close(null_fd);
   if (pid < 0) return Status::FromErrno(fork_errno, "fork");
-  pid_ = pid;
-  Status serving = WaitUntilServing(log_start);
-  if (!serving.ok()) Kill();
-  return serving;
+  p.pid = pid;
+  return Status::Ok();
 }
 
-Status Daemon::WaitUntilServing(size_t log_start) {
+Status Daemon::StartHub() {
+  const size_t log_start = ProcessLog(hub_).size();
+  GEOFS_RETURN_IF_ERROR(Spawn(HubArguments(hub_nfs_port_, hub_nfs_port_, {}), hub_));
+  Status serving = WaitUntilServing(hub_, {hub_nfs_port_}, /*is_hub=*/true, log_start);
+  if (!serving.ok()) {
+    KillProcess(hub_);
+    return serving;
+  }
+  if (!portal_made_) {
+    // The portal must exist before the spoke resolves it; importing the
+    // still empty staging tree makes it, root-owned 0755.
+    GEOFS_RETURN_IF_ERROR(Publish());
+    portal_made_ = true;
+  }
+  return Status::Ok();
+}
+
+Status Daemon::Start() {
+  if (running()) return Status::Internal("daemon already running");
+  if (has_hub_process() && hub_.pid <= 0) GEOFS_RETURN_IF_ERROR(StartHub());
+  // Earlier runs' lines stay in the log; only this run's count.
+  const size_t log_start = ProcessLog(front_).size();
+  GEOFS_RETURN_IF_ERROR(Spawn(FrontEndArguments(), front_));
+  Status serving =
+      WaitUntilServing(front_, Ports(), options_.kind == ServerKind::kHub, log_start);
+  if (!serving.ok()) {
+    KillProcess(front_);
+    return serving;
+  }
+  if (has_hub_process()) {
+    metrics_port_ = MetricsPortIn(ProcessLog(front_), log_start);
+    if (metrics_port_ == 0) return Status::Internal("the spoke logged no metrics port:\n" + Log());
+  }
+  return Status::Ok();
+}
+
+Status Daemon::WaitUntilServing(Process& p, const std::vector<uint16_t>& ports, bool is_hub,
+                                size_t log_start) {
   auto deadline = Clock::now() + options_.timeout;
   while (true) {
     std::string how;
-    if (Exited(&how)) {
-      return Status::Unavailable(Name() + " " + how + " before serving; log:\n" + Log());
+    if (ProcessExited(p, &how)) {
+      return Status::Unavailable(p.name + " " + how + " before serving; log:\n" + Log());
     }
     bool all_accept = true;
-    for (uint16_t port : Ports()) all_accept = all_accept && PortAcceptsConnections(port);
-    const std::string log = Log();
-    if (all_accept && options_.kind == ServerKind::kHub) {
+    for (uint16_t port : ports) all_accept = all_accept && PortAcceptsConnections(port);
+    const std::string log = ProcessLog(p);
+    if (all_accept && is_hub) {
       // The hub's last start-up line names its gRPC port.
       if (uint16_t grpc_port = GrpcPortIn(log, log_start); grpc_port != 0) {
         grpc_address_ = "127.0.0.1:" + std::to_string(grpc_port);
@@ -281,55 +415,83 @@ Status Daemon::WaitUntilServing(size_t log_start) {
     }
     if (Clock::now() > deadline) {
       return Status(StatusCode::kDeadlineExceeded,
-                    Name() + " did not accept connections on its ports within " +
+                    p.name + " did not accept connections on its ports within " +
                         std::to_string(options_.timeout.count()) + " ms; log:\n" + Log());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 
-bool Daemon::Exited(std::string* how) {
-  if (!running()) {
+bool Daemon::ProcessExited(Process& p, std::string* how) {
+  if (p.pid <= 0) {
     if (how != nullptr) *how = "not running";
     return true;
   }
   int status = 0;
-  pid_t r = waitpid(pid_, &status, WNOHANG);
+  pid_t r = waitpid(p.pid, &status, WNOHANG);
   if (r == 0) return false;
-  if (how != nullptr) *how = r == pid_ ? DescribeWaitStatus(status) : "lost (waitpid failed)";
-  pid_ = -1;
+  if (how != nullptr) *how = r == p.pid ? DescribeWaitStatus(status) : "lost (waitpid failed)";
+  p.pid = -1;
   return true;
 }
 
-Status Daemon::Stop() {
-  if (!running()) return Status::Internal("daemon not running");
-  if (kill(pid_, SIGTERM) != 0) return Status::FromErrno(errno, "kill SIGTERM");
+bool Daemon::Exited(std::string* how) {
+  if (has_hub_process() && hub_.pid > 0 && ProcessExited(hub_, how)) {
+    if (how != nullptr) *how = "hub " + *how;
+    return true;
+  }
+  return ProcessExited(front_, how);
+}
+
+Status Daemon::StopProcess(Process& p) {
+  if (p.pid <= 0) return Status::Internal(p.name + " not running");
+  if (kill(p.pid, SIGTERM) != 0) return Status::FromErrno(errno, "kill SIGTERM");
   auto deadline = Clock::now() + options_.timeout;
   while (Clock::now() < deadline) {
     int status = 0;
-    pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      pid_ = -1;
+    pid_t r = waitpid(p.pid, &status, WNOHANG);
+    if (r == p.pid) {
+      p.pid = -1;
       if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
-      return Status::Internal(Name() + " " + DescribeWaitStatus(status) + " after SIGTERM; log:\n" +
-                              Log());
+      return Status::Internal(p.name + " " + DescribeWaitStatus(status) +
+                              " after SIGTERM; log:\n" + Log());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  Kill();
-  return Status(StatusCode::kDeadlineExceeded, Name() + " ignored SIGTERM for " +
+  KillProcess(p);
+  return Status(StatusCode::kDeadlineExceeded, p.name + " ignored SIGTERM for " +
                                                    std::to_string(options_.timeout.count()) +
                                                    " ms; log:\n" + Log());
 }
 
-void Daemon::Kill() {
-  if (!running()) return;
-  kill(pid_, SIGKILL);
+void Daemon::KillProcess(Process& p) {
+  if (p.pid <= 0) return;
+  kill(p.pid, SIGKILL);
   int status = 0;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  while (waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {
   }
-  pid_ = -1;
+  p.pid = -1;
 }
+
+Status Daemon::Stop() {
+  if (!running()) return Status::Internal("daemon not running");
+  Status front = StopProcess(front_);
+  if (!has_hub_process() || hub_.pid <= 0) return front;
+  Status hub = StopProcess(hub_);
+  return front.ok() ? hub : front;
+}
+
+void Daemon::Kill() {
+  KillProcess(front_);
+  KillProcess(hub_);
+}
+
+Status Daemon::StopFrontEnd() {
+  if (!running()) return Status::Internal("daemon not running");
+  return has_hub_process() ? StopProcess(front_) : Stop();
+}
+
+void Daemon::KillFrontEnd() { KillProcess(front_); }
 
 Status Daemon::Restart() {
   GEOFS_RETURN_IF_ERROR(Stop());
@@ -337,15 +499,16 @@ Status Daemon::Restart() {
 }
 
 Status Daemon::Publish() {
-  if (options_.kind != ServerKind::kHub) return Status::Ok();
+  if (options_.kind == ServerKind::kSpoke) return Status::Ok();
   // Many workers: the trees tests publish are many small files, each bounded
   // by the hub's synced commits rather than by bytes.
-  return Ctl({"import", "--keep-extraneous", "--workers", "32", export_dir_, "/"}).status();
+  return Ctl({"import", "--keep-extraneous", "--workers", "32", export_dir_, HubPath("")})
+      .status();
 }
 
 Result<std::string> Daemon::Ctl(const std::vector<std::string>& args) {
-  if (options_.kind != ServerKind::kHub) return Status::InvalidArgument("geofsctl needs a hub");
-  if (!running()) return Status::Internal("hub not running");
+  if (options_.kind == ServerKind::kSpoke) return Status::InvalidArgument("geofsctl needs a hub");
+  if ((has_hub_process() ? hub_.pid : front_.pid) <= 0) return Status::Internal("hub not running");
   std::vector<std::string> argv = {GeofsctlPath(), "--hub", grpc_address_};
   argv.insert(argv.end(), args.begin(), args.end());
   const std::string ctl_log = base_dir_ + "/geofsctl.log";
@@ -359,30 +522,76 @@ Result<std::string> Daemon::Ctl(const std::vector<std::string>& args) {
   return out.str();
 }
 
+Status Daemon::WaitForWriteBack(std::chrono::milliseconds stall_timeout) {
+  if (!has_hub_process()) return Status::Ok();
+  if (!running()) return Status::Internal("spoke not running");
+  // A large backlog drains at the machine's speed: give up only when it
+  // stops shrinking, not after a fixed time.
+  auto deadline = Clock::now() + stall_timeout;
+  double least = -1;
+  while (true) {
+    auto text = HttpGet(metrics_port_, "/metrics");
+    if (!text.ok()) return text.status();
+    GEOFS_ASSIGN_OR_RETURN(double pending, MetricValue(*text, "geofs_spoke_journal_bytes"));
+    if (pending == 0) return Status::Ok();
+    if (least < 0 || pending < least) {
+      least = pending;
+      deadline = Clock::now() + stall_timeout;
+    }
+    if (Clock::now() > deadline) {
+      return Status(StatusCode::kDeadlineExceeded,
+                    "the spoke's journal still holds " + std::to_string(pending) +
+                        " bytes and has not shrunk for " + std::to_string(stall_timeout.count()) +
+                        " ms; log:\n" + Log());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 std::string Daemon::Url(uint32_t uid, uint32_t gid) const {
   std::ostringstream url;
-  url << "nfs://127.0.0.1/?version=3&nfsport=" << nfs_port_ << "&mountport=" << mount_port_
+  url << "nfs://127.0.0.1" << (export_path_ == "/" ? "/" : export_path_)
+      << "?version=3&nfsport=" << nfs_port_ << "&mountport=" << mount_port_
       << "&autoreconnect=0&uid=" << uid << "&gid=" << gid;
   return url.str();
 }
 
-std::string Daemon::Log() const {
-  std::ifstream in(log_path_, std::ios::binary);
+std::string Daemon::HubUrl(uint32_t uid, uint32_t gid) const {
+  if (!has_hub_process()) return Url(uid, gid);
+  std::ostringstream url;
+  url << "nfs://127.0.0.1/?version=3&nfsport=" << hub_nfs_port_ << "&mountport=" << hub_nfs_port_
+      << "&autoreconnect=0&uid=" << uid << "&gid=" << gid;
+  return url.str();
+}
+
+std::string Daemon::HubPath(const std::string& name) const {
+  std::string root = has_hub_process() ? kPortal : "";
+  return name.empty() ? (root.empty() ? "/" : root) : root + "/" + name;
+}
+
+std::string Daemon::ProcessLog(const Process& p) {
+  std::ifstream in(p.log_path, std::ios::binary);
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();
 }
 
+std::string Daemon::Log() const {
+  if (!has_hub_process()) return ProcessLog(front_);
+  return "==== geofs-hubd ====\n" + ProcessLog(hub_) + "==== geofs-spoked ====\n" +
+         ProcessLog(front_);
+}
+
 Result<uint64_t> Daemon::RssBytes() const {
   if (!running()) return Status::Internal("daemon not running");
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+  std::ifstream in("/proc/" + std::to_string(front_.pid) + "/status");
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("VmRSS:", 0) == 0) {
       return static_cast<uint64_t>(std::strtoull(line.c_str() + 6, nullptr, 10)) * 1024;
     }
   }
-  return Status::NotFound("no VmRSS in /proc/" + std::to_string(pid_) + "/status");
+  return Status::NotFound("no VmRSS in /proc/" + std::to_string(front_.pid) + "/status");
 }
 
 }  // namespace geofs::testing

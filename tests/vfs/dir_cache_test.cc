@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace geofs::vfs {
@@ -35,6 +37,43 @@ TEST(DirListingTest, AmbiguousCookiesAreLeftToTheFileSystem) {
   EXPECT_EQ(l.StartAfter(9), 3u);
 }
 
+TEST(DirListingTest, MemoisesOneHandlePerItemAndKeepsTheFirst) {
+  auto l = Listing(3);
+  EXPECT_EQ(l->MemoisedHandle(1), nullptr);
+  l->Memoise(1, H(9));
+  ASSERT_NE(l->MemoisedHandle(1), nullptr);
+  EXPECT_EQ(*l->MemoisedHandle(1), H(9));
+  EXPECT_EQ(l->MemoisedHandle(0), nullptr);
+  EXPECT_EQ(l->MemoisedHandle(2), nullptr);
+  l->Memoise(1, H(8));
+  EXPECT_EQ(*l->MemoisedHandle(1), H(9)) << "a memoised slot is never rewritten under readers";
+}
+
+TEST(DirListingTest, ConcurrentWritersAndReadersSeeWholeHandles) {
+  constexpr int kItems = 2000;
+  auto l = Listing(kItems);
+  std::vector<std::thread> threads;
+  std::atomic<int> torn{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round) {
+        for (int i = 0; i < kItems; ++i) {
+          // Every writer offers the same handle for an item, derived from it.
+          if ((i + t) % 2 == 0) l->Memoise(i, H(static_cast<uint8_t>(i)));
+          const Handle* h = l->MemoisedHandle(i);
+          if (h != nullptr && !(*h == H(static_cast<uint8_t>(i)))) ++torn;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(torn.load(), 0);
+  for (int i = 0; i < kItems; ++i) {
+    ASSERT_NE(l->MemoisedHandle(i), nullptr) << i;
+    EXPECT_EQ(*l->MemoisedHandle(i), H(static_cast<uint8_t>(i)));
+  }
+}
+
 TEST(DirCacheTest, AListingIsServedOnlyUnderItsStamp) {
   DirCache cache(1000);
   DirStamp s1{1, 10, 10, 4096};
@@ -50,26 +89,12 @@ TEST(DirCacheTest, AListingIsServedOnlyUnderItsStamp) {
 TEST(DirCacheTest, NamesAreMemoisedPerStampAndInode) {
   DirCache cache(1000);
   DirStamp s{1, 10, 10, 4096};
-  auto l = Listing(3);
   const std::pair<std::string_view, NameInfo> memo[] = {{"n1", {101, FileType::kRegular, H(9)}}};
   cache.InsertNames(H(1), s, memo);
   ASSERT_TRUE(cache.FindName(H(1), s, "n1").has_value());
   EXPECT_EQ(cache.FindName(H(1), s, "n1")->handle, H(9));
   EXPECT_FALSE(cache.FindName(H(1), s, "n0").has_value());
 
-  std::vector<const DirListing::Item*> items;
-  for (const auto& item : l->items()) items.push_back(&item);
-  std::vector<Handle> handles(items.size());
-  cache.FindHandles(H(1), s, items, handles);
-  EXPECT_TRUE(handles[0].empty());
-  EXPECT_EQ(handles[1], H(9));
-
-  // A memo for another inode under the same name is not handed out.
-  DirListing other({{"n1", 555, 1}});
-  const DirListing::Item* other_item = &other.items()[0];
-  Handle h;
-  cache.FindHandles(H(1), s, {&other_item, 1}, {&h, 1});
-  EXPECT_TRUE(h.empty());
   EXPECT_FALSE(cache.FindName(H(1), DirStamp{1, 10, 12, 4096}, "n1").has_value());
 }
 
@@ -102,6 +127,29 @@ TEST(AttrCacheTest, ServesAttributesForTheirTtlOnly) {
   EXPECT_EQ(cache.Find(7, t0)->size, 1u) << "an older read does not replace a newer one";
   cache.Erase(7);
   EXPECT_FALSE(cache.Find(7, t0).has_value());
+}
+
+TEST(AttrCacheTest, FindManyAnswersLikeFindForEachId) {
+  AttrCache cache(10, std::chrono::seconds(1));
+  const auto t0 = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
+  for (uint64_t id : {1, 3}) {
+    Attr a;
+    a.fileid = id;
+    a.size = id * 10;
+    cache.Put(a, t0);
+  }
+  Attr late;
+  late.fileid = 4;
+  cache.Put(late, t0 - std::chrono::seconds(2));
+  const uint64_t ids[] = {3, 2, 1, 4};
+  std::vector<std::optional<Attr>> out(4);
+  cache.FindMany(ids, t0 + std::chrono::milliseconds(10), out);
+  ASSERT_TRUE(out[0].has_value());
+  EXPECT_EQ(out[0]->size, 30u);
+  EXPECT_FALSE(out[1].has_value());
+  ASSERT_TRUE(out[2].has_value());
+  EXPECT_EQ(out[2]->size, 10u);
+  EXPECT_FALSE(out[3].has_value()) << "expired";
 }
 
 TEST(AttrCacheTest, IsBoundedAndAZeroTtlCachesNothing) {

@@ -94,5 +94,41 @@ TEST(XdrTest, ReservedSlotsArePatched) {
   EXPECT_EQ(v, 42u);
 }
 
+TEST(XdrTest, GrowsAcrossManyItemsAndMovesOutWhole) {
+  Encoder e;
+  e.ReserveInline(16);
+  size_t slot = e.Reserve32();
+  constexpr uint32_t kItems = 20000;  // far beyond the first allocation
+  for (uint32_t i = 0; i < kItems; ++i) {
+    e.U64(uint64_t{i} << 32 | i);
+    e.String(i % 2 ? "odd" : "even!");
+    if (i == kItems / 2) e.OpaqueRef(Buffer::CopyOf(std::string_view("middle")));
+  }
+  e.Patch32(slot, kItems);
+  Encoder moved = std::move(e);
+  EXPECT_EQ(e.size(), 0u) << "a moved-from encoder is empty";
+  e.U32(7);
+  EXPECT_EQ(e.Flatten().size(), 4u) << "and usable again";
+  auto flat = moved.Flatten();
+  EXPECT_EQ(flat.size(), moved.size());
+  Decoder d(flat);
+  uint32_t n;
+  ASSERT_TRUE(d.U32(&n));
+  ASSERT_EQ(n, kItems);
+  for (uint32_t i = 0; i < kItems; ++i) {
+    uint64_t v;
+    std::string_view s;
+    ASSERT_TRUE(d.U64(&v) && d.String(8, &s)) << i;
+    EXPECT_EQ(v, uint64_t{i} << 32 | i);
+    EXPECT_EQ(s, i % 2 ? "odd" : "even!");
+    if (i == kItems / 2) {
+      std::span<const uint8_t> mid;
+      ASSERT_TRUE(d.Opaque(16, &mid));
+      EXPECT_EQ(mid.size(), 6u);
+    }
+  }
+  EXPECT_EQ(d.remaining(), 0u);
+}
+
 }  // namespace
 }  // namespace geofs::xdr

@@ -1,0 +1,67 @@
+// SpokeCounters: one snapshot of a spoke's counters for one export, and its
+// two renderings: Prometheus text (GET /metrics) and a JSON document
+// (GET /stats.json, read back by `geofsctl --spoke ADDR stats`). Both are
+// driven by one table of fields in spoke_counters.cc, so a counter added
+// there appears in both.
+//
+// Library geofs_spoke_counters: no gRPC, so geofsctl links it cheaply.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "geofs/status.h"
+
+namespace geofs::spoke {
+
+enum class HubLinkState {
+  kUp,            // the session stream is open: leases are granted
+  kReconnecting,  // the hub answers but no session is open (being re-established)
+  kDown,          // the hub is unreachable; the link retries with backoff
+};
+
+// "up", "reconnecting", "down".
+std::string_view HubLinkStateName(HubLinkState state);
+
+struct SpokeCounters {
+  std::string export_path;  // e.g. "/datasets"
+  std::string hub;          // the hub's address, HOST:PORT
+
+  uint64_t metadata_hits = 0;
+  uint64_t metadata_misses = 0;
+  uint64_t chunk_hits = 0;
+  uint64_t chunk_misses = 0;
+  uint64_t bytes_from_hub = 0;    // stored-form chunk bytes received (WAN bytes)
+  uint64_t bytes_from_cache = 0;  // raw chunk bytes served from the cache
+  uint64_t leases_held = 0;       // inodes under a live lease
+  uint64_t invalidations = 0;     // invalidations received from the hub
+
+  // Journal depth: written through this spoke, not yet committed at the hub.
+  uint64_t journal_files = 0;
+  uint64_t journal_bytes = 0;      // payload bytes pending
+  uint64_t journal_log_bytes = 0;  // bytes the journal's log occupies on disk
+
+  HubLinkState hub_link = HubLinkState::kDown;
+  double hub_state_seconds = 0;  // how long the link has been up / not up
+  uint64_t session = 0;          // the hub session id; 0: none
+  uint64_t hub_reconnects = 0;   // sessions opened after a lost one
+  bool immutable = false;        // portal mode: immutable, else strict
+};
+
+// Prometheus text exposition (version 0.0.4): each metric once, with one
+// sample per export labelled export="...".
+std::string RenderPrometheus(std::span<const SpokeCounters> exports);
+
+// {"exports": [{"export": ..., "hub": ..., "hub_link": "up", "mode": "strict",
+//   "metadata_hits": ..., ...}]}. indent < 0: compact.
+std::string RenderJson(std::span<const SpokeCounters> exports, int indent = -1);
+
+// The inverse of RenderJson. kCorruption naming the problem when `text` is
+// not such a document (bad JSON, a missing or mistyped field, an unknown
+// link state or mode); fields it does not know are ignored.
+Result<std::vector<SpokeCounters>> ParseJson(std::string_view text);
+
+}  // namespace geofs::spoke
