@@ -90,20 +90,7 @@ class SpokeOverHub : public ExportServer {
            "&mountport=" + std::to_string(hub_->mount_port()) + "&autoreconnect=0&uid=0&gid=0";
   }
   Status WaitSettled(std::chrono::milliseconds timeout) override {
-    if (!spoke_) return Status::Ok();
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (true) {
-      GEOFS_ASSIGN_OR_RETURN(auto metrics, spoke_->Metrics());
-      const double files = metrics["geofs_spoke_journal_files"];
-      const double bytes = metrics["geofs_spoke_journal_bytes"];
-      if (files == 0 && bytes == 0) return Status::Ok();
-      if (std::chrono::steady_clock::now() >= deadline) {
-        return Status(StatusCode::kDeadlineExceeded, "the spoke's journal still holds " +
-                                                         std::to_string(bytes) + " bytes of " +
-                                                         std::to_string(files) + " files");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    return spoke_ ? spoke_->WaitJournalDrained(timeout) : Status::Ok();
   }
 
  private:

@@ -87,9 +87,13 @@ class ThreeSitesTest : public ::testing::Test {
 
   void TearDown() override {
     for (auto* spoke : {&spoke_a_, &spoke_b_}) {
-      if (*spoke) EXPECT_TRUE((*spoke)->Stop().ok()) << (*spoke)->Log();
+      if (*spoke) {
+        EXPECT_TRUE((*spoke)->Stop().ok()) << (*spoke)->Log();
+      }
     }
-    if (hub_ && hub_->running()) EXPECT_TRUE(hub_->Stop().ok()) << hub_->Log();
+    if (hub_ && hub_->running()) {
+      EXPECT_TRUE(hub_->Stop().ok()) << hub_->Log();
+    }
   }
 
   Site MakeSite(std::string name, SpokeProcess* spoke) {
@@ -115,11 +119,9 @@ class ThreeSitesTest : public ::testing::Test {
   // Waits (bounded) until `site`'s journal is committed at the hub.
   static void WaitUploaded(const Site& site) {
     if (!site.spoke) return;
-    auto deadline = Clock::now() + kUploadWait;
-    while (Metric(*site.spoke, "geofs_spoke_journal_bytes") != 0) {
-      ASSERT_LT(Clock::now(), deadline) << site.name << " did not upload\n" << site.spoke->Log();
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    Status drained = site.spoke->WaitJournalDrained(kUploadWait);
+    ASSERT_TRUE(drained.ok()) << site.name << " did not upload: " << drained.ToString() << "\n"
+                              << site.spoke->Log();
   }
 
   Site& WriterSite() {

@@ -134,13 +134,8 @@ class ResilienceTest : public ::testing::Test {
 
   // Until everything the spoke journalled is committed at the hub.
   static void WaitUploaded(SpokeProcess& spoke, milliseconds timeout = milliseconds(30'000)) {
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          auto m = spoke.Metrics();
-          return m.ok() && (*m)["geofs_spoke_journal_bytes"] == 0;
-        },
-        timeout))
-        << spoke.Log();
+    Status drained = spoke.WaitJournalDrained(timeout);
+    ASSERT_TRUE(drained.ok()) << drained.ToString() << "\n" << spoke.Log();
   }
 
   static void ExpectFile(NfsClient& nfs, const std::string& path, const std::string& data) {

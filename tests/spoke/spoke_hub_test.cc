@@ -84,11 +84,8 @@ class SpokeHubTest : public ::testing::Test {
   // Waits (bounded) until the spoke's journal is committed at the hub: the
   // spoke answers COMMIT once the journal is synced and uploads after.
   void WaitUploaded() {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (Metric("geofs_spoke_journal_bytes") != 0) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << spoke_->Log();
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    Status drained = spoke_->WaitJournalDrained(std::chrono::seconds(10));
+    ASSERT_TRUE(drained.ok()) << drained.ToString() << "\n" << spoke_->Log();
   }
 
   std::unique_ptr<NfsClient> MountSpoke() {

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tools/spoke_metrics.h"
+
 namespace geofs::spoke::testing {
 
 Result<std::unique_ptr<SpokeProcess>> SpokeProcess::Create(SpokeProcessOptions options) {
@@ -95,38 +97,23 @@ std::string SpokeProcess::NfsUrl(uint32_t uid, uint32_t gid) const {
 std::string SpokeProcess::Log() const { return log_ + (child_ ? child_->Stderr() : ""); }
 
 Result<std::map<std::string, double>> SpokeProcess::Metrics() const {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(metrics_port_);
-  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return Status::Unavailable("metrics endpoint");
+  return geofs::testing::FetchSpokeMetrics(metrics_port_);
+}
+
+Status SpokeProcess::WaitJournalDrained(std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    GEOFS_ASSIGN_OR_RETURN(auto metrics, Metrics());
+    const double files = metrics["geofs_spoke_journal_files"];
+    const double bytes = metrics["geofs_spoke_journal_bytes"];
+    if (files == 0 && bytes == 0) return Status::Ok();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status(StatusCode::kDeadlineExceeded,
+                    "the spoke's journal still holds " + std::to_string(bytes) + " bytes of " +
+                        std::to_string(files) + " files");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::string request = "GET /metrics HTTP/1.0\r\n\r\n";
-  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(request.size())) {
-    ::close(fd);
-    return Status::IoError("metrics request");
-  }
-  std::string response;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) response.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  if (response.rfind("HTTP/1.0 200", 0) != 0) return Status::IoError("metrics: " + response);
-  std::map<std::string, double> out;
-  std::istringstream lines(response.substr(response.find("\r\n\r\n") + 4));
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    size_t brace = line.find('{');
-    size_t space = line.rfind(' ');
-    if (brace == std::string::npos || space == std::string::npos) continue;
-    out[line.substr(0, brace)] = std::stod(line.substr(space + 1));
-  }
-  return out;
 }
 
 }  // namespace geofs::spoke::testing

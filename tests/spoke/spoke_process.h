@@ -44,6 +44,10 @@ class SpokeProcess {
   std::string Log() const;
   // The Prometheus counters, by name (labels dropped).
   Result<std::map<std::string, double>> Metrics() const;
+  // Waits until the write journal is empty and no file has pending writes
+  // (everything taken is committed at the hub); kDeadlineExceeded after
+  // `timeout`.
+  Status WaitJournalDrained(std::chrono::milliseconds timeout) const;
 
  private:
   explicit SpokeProcess(SpokeProcessOptions options) : options_(std::move(options)) {}

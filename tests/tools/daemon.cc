@@ -1,4 +1,5 @@
 #include "tools/daemon.h"
+#include "tools/spoke_metrics.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -140,49 +141,6 @@ uint16_t MetricsPortIn(const std::string& log, size_t from) {
   size_t colon = log.rfind(':', end);
   if (colon == std::string::npos || colon < at) return 0;
   return static_cast<uint16_t>(std::strtoul(log.c_str() + colon + 1, nullptr, 10));
-}
-
-// GET `path` from 127.0.0.1:port over HTTP/1.0: the body of a 200 answer.
-Result<std::string> HttpGet(uint16_t port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::FromErrno(errno, "socket");
-  sockaddr_in addr = Loopback(port);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    int err = errno;
-    close(fd);
-    return Status::FromErrno(err, "connect to metrics port " + std::to_string(port));
-  }
-  const std::string request = "GET " + path + " HTTP/1.0\r\n\r\n";
-  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(request.size())) {
-    int err = errno;
-    close(fd);
-    return Status::FromErrno(err, "send to metrics port");
-  }
-  std::string response;
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) response.append(buf, static_cast<size_t>(n));
-  close(fd);
-  size_t body = response.find("\r\n\r\n");
-  if (response.rfind("HTTP/1.", 0) != 0 || response.find(" 200 ") == std::string::npos ||
-      body == std::string::npos) {
-    return Status::IoError("metrics answered: " + response.substr(0, 200));
-  }
-  return response.substr(body + 4);
-}
-
-// The value of the first sample of metric `name` in Prometheus text.
-Result<double> MetricValue(const std::string& text, std::string_view name) {
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind(name, 0) != 0 || line.size() == name.size()) continue;
-    if (line[name.size()] != '{' && line[name.size()] != ' ') continue;
-    size_t space = line.rfind(' ');
-    return std::strtod(line.c_str() + space + 1, nullptr);
-  }
-  return Status::NotFound("no metric " + std::string(name));
 }
 
 // The hub directory a spoke over a hub serves (also its export path).
@@ -530,9 +488,10 @@ Status Daemon::WaitForWriteBack(std::chrono::milliseconds stall_timeout) {
   auto deadline = Clock::now() + stall_timeout;
   double least = -1;
   while (true) {
-    auto text = HttpGet(metrics_port_, "/metrics");
-    if (!text.ok()) return text.status();
-    GEOFS_ASSIGN_OR_RETURN(double pending, MetricValue(*text, "geofs_spoke_journal_bytes"));
+    GEOFS_ASSIGN_OR_RETURN(auto metrics, FetchSpokeMetrics(metrics_port_));
+    auto it = metrics.find("geofs_spoke_journal_bytes");
+    if (it == metrics.end()) return Status::NotFound("no metric geofs_spoke_journal_bytes");
+    const double pending = it->second;
     if (pending == 0) return Status::Ok();
     if (least < 0 || pending < least) {
       least = pending;
