@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "geofs/buffer.h"
+#include "geofs/file_range.h"
 #include "geofs/clock.h"
 #include "geofs/status.h"
 
@@ -159,6 +160,10 @@ struct ReadLinkReply {
 
 struct ReadReply {
   Buffer data;  // may be shorter than requested; empty at or past end of file
+  // Instead of `data`: the bytes as a range of an open file, which the front
+  // end sends with sendfile (`data` is then empty). Backends serving plain
+  // local files set it for ranges already in the page cache.
+  std::optional<FileRange> file;
   bool eof = false;
   std::optional<Attr> attr;
 };

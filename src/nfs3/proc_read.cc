@@ -21,10 +21,16 @@ void ProcRead(const NfsContext& nfs, const rpc::CallContext& ctx, xdr::Decoder& 
                          if (!r.ok()) return call->Fail(r.status());
                          xdr::Encoder e = NfsCall::OkBody();
                          EncodePostOpAttr(e, r->attr, call->fsid());
-                         e.U32(static_cast<uint32_t>(r->data.size()));
-                         e.Bool(r->eof);
                          // The file data goes to the socket without a copy.
-                         e.OpaqueRef(std::move(r->data));
+                         if (r->file) {
+                           e.U32(static_cast<uint32_t>(r->file->length));
+                           e.Bool(r->eof);
+                           e.OpaqueFileRef(std::move(*r->file));
+                         } else {
+                           e.U32(static_cast<uint32_t>(r->data.size()));
+                           e.Bool(r->eof);
+                           e.OpaqueRef(std::move(r->data));
+                         }
                          call->Reply(std::move(e));
                        });
 }

@@ -140,7 +140,9 @@ ReplyHeader ReplyHeader::AuthError(uint32_t xid, AuthStat why) {
 std::vector<uint8_t> OutgoingReply::Flatten() const {
   std::vector<uint8_t> out;
   out.reserve(size());
-  ForEachSegment([&](std::span<const uint8_t> s) { out.insert(out.end(), s.begin(), s.end()); });
+  ForEachSegment(xdr::Overloaded{
+      [&](std::span<const uint8_t> s) { out.insert(out.end(), s.begin(), s.end()); },
+      [&](const FileRange& f) { AppendFileRange(f, out); }});
   return out;
 }
 

@@ -6,6 +6,9 @@
 #include <boost/asio.hpp>
 // clang-format on
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <atomic>
 #include <mutex>
 #include <optional>
@@ -18,6 +21,7 @@
 #include "rpc/dispatcher.h"
 #include "rpc/message.h"
 #include "rpc/record.h"
+#include "rpc/reply_writer.h"
 
 namespace geofs::rpc {
 namespace {
@@ -90,6 +94,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
         last_activity_(std::chrono::steady_clock::now()) {}
 
   void Start() {
+    // ReplyWriter writes with its own non-blocking system calls.
+    boost::system::error_code ec;
+    socket_.native_non_blocking(true, ec);
+    if (ec) {
+      core_.log->warn("{}: cannot make the socket non-blocking: {}", peer_.ToString(), ec.message());
+      Close();
+      return;
+    }
     Pump();
     WaitForIdle();
   }
@@ -208,34 +220,42 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (writing_ || queued_.empty() || closed_) return;
     writing_ = true;
     std::swap(queued_, in_write_);
-    segments_.clear();
-    for (const OutgoingReply& reply : in_write_) {
-      reply.ForEachSegment(
-          [this](std::span<const uint8_t> s) { segments_.emplace_back(s.data(), s.size()); });
-    }
-    size_t total = asio::buffer_size(segments_);
-    // Asio's default completion condition caps every write_some at 64 KiB,
-    // which turns one 1 MiB READ reply into 17 sendmsg calls; let each
-    // gather write offer the kernel everything that is left instead.
-    auto remaining = [total](const boost::system::error_code& ec, size_t done) -> size_t {
-      return ec || done >= total ? 0 : total - done;
-    };
-    asio::async_write(socket_, std::span<const asio::const_buffer>(segments_), remaining,
-                      [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                        self->OnWritten(ec);
-                      });
+    writer_.Reset(in_write_);
+    ContinueWrite();
   }
 
-  void OnWritten(const boost::system::error_code& ec) {
+  void ContinueWrite() {
+    Result<bool> finished = writer_.WriteSome(socket_.native_handle());
+    if (!finished.ok()) {
+      core_.log->debug("{}: write failed: {}", peer_.ToString(), finished.status().ToString());
+      Close();
+      return;
+    }
+    if (!*finished) {
+      socket_.async_wait(tcp::socket::wait_write,
+                         [self = shared_from_this()](const boost::system::error_code& ec) {
+                           if (self->closed_) return;
+                           if (ec) {
+                             self->core_.log->debug("{}: write wait failed: {}",
+                                                    self->peer_.ToString(), ec.message());
+                             self->Close();
+                             return;
+                           }
+                           self->ContinueWrite();
+                         });
+      return;
+    }
+    // Finish on a later turn of the loop, as an Asio write would: replies
+    // that procedures answer inline meanwhile gather in queued_ and leave
+    // together in the next write.
+    asio::post(*inbox_->ctx, [self = shared_from_this()] { self->OnWritten(); });
+  }
+
+  void OnWritten() {
     writing_ = false;
     size_t written = in_write_.size();
     in_write_.clear();
     if (closed_) return;
-    if (ec) {
-      core_.log->debug("{}: write failed: {}", peer_.ToString(), ec.message());
-      Close();
-      return;
-    }
     last_activity_ = std::chrono::steady_clock::now();
     CallsFinished(written);
     WriteMore();
@@ -295,7 +315,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::vector<OutgoingReply> queued_;    // replies waiting for the next write
   std::vector<OutgoingReply> in_write_;  // replies the current write is sending
-  std::vector<asio::const_buffer> segments_;
+  ReplyWriter writer_;  // sends in_write_
   bool writing_ = false;
 };
 
@@ -358,7 +378,16 @@ class RpcServer::Impl {
     for (auto& thread : threads_) {
       asio::io_context& ctx = *thread->inbox->ctx;
       thread->work.emplace(ctx.get_executor());
-      thread->thread = std::thread([&ctx] { ctx.run(); });
+      thread->thread = std::thread([&ctx] {
+        // sendfile(2) has no MSG_NOSIGNAL: a peer that resets its connection
+        // would raise SIGPIPE, which kills the process wherever it is not
+        // ignored. Blocked here, it stays pending and the call fails EPIPE.
+        sigset_t pipe;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+        ctx.run();
+      });
     }
     started_ = true;
     return Status::Ok();

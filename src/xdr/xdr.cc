@@ -138,7 +138,15 @@ void Encoder::OpaqueRef(Buffer bytes) {
   U32(static_cast<uint32_t>(bytes.size()));
   size_t pad = Pad4(bytes.size()) - bytes.size();
   referenced_bytes_ += bytes.size();
-  refs_.emplace_back(size_, std::move(bytes));
+  refs_.push_back(Ref{size_, std::move(bytes), {}});
+  Append(kZeros, pad);
+}
+
+void Encoder::OpaqueFileRef(FileRange range) {
+  U32(static_cast<uint32_t>(range.length));
+  size_t pad = Pad4(range.length) - range.length;
+  referenced_bytes_ += range.length;
+  refs_.push_back(Ref{size_, {}, std::move(range)});
   Append(kZeros, pad);
 }
 
@@ -151,7 +159,9 @@ size_t Encoder::Reserve32() {
 std::vector<uint8_t> Encoder::Flatten() const {
   std::vector<uint8_t> out;
   out.reserve(size());
-  ForEachSegment([&](std::span<const uint8_t> s) { out.insert(out.end(), s.begin(), s.end()); });
+  ForEachSegment(Overloaded{
+      [&](std::span<const uint8_t> s) { out.insert(out.end(), s.begin(), s.end()); },
+      [&](const FileRange& f) { AppendFileRange(f, out); }});
   return out;
 }
 

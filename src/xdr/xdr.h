@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "geofs/buffer.h"
+#include "geofs/file_range.h"
 
 namespace geofs::xdr {
 
@@ -53,6 +54,14 @@ class Decoder {
   bool ok_ = true;
 };
 
+// Combines lambdas into one overloaded callable, for ForEachSegment.
+template <typename... Fns>
+struct Overloaded : Fns... {
+  using Fns::operator()...;
+};
+template <typename... Fns>
+Overloaded(Fns...) -> Overloaded<Fns...>;
+
 // Builds an XDR byte stream. Bulk payloads added with OpaqueRef are not
 // copied: the output is a list of segments for a gather write. Fixed-size
 // items are stored straight into the inline buffer (no per-item call into
@@ -80,6 +89,8 @@ class Encoder {
   void String(std::string_view s);
   // Like Opaque, but the bytes are referenced, not copied.
   void OpaqueRef(Buffer bytes);
+  // Like Opaque, with the bytes sent straight from a file (sendfile).
+  void OpaqueFileRef(FileRange range);
 
   // Makes room for `n` more inline bytes at once (for replies whose size
   // is known up front); never needed for correctness.
@@ -91,14 +102,19 @@ class Encoder {
   // Total encoded size in bytes.
   size_t size() const { return size_ + referenced_bytes_; }
 
-  // Calls fn(std::span<const uint8_t>) for each segment in order.
+  // Calls fn(std::span<const uint8_t>) for each in-memory segment and
+  // fn(const FileRange&) for each file segment, in order.
   template <typename Fn>
   void ForEachSegment(Fn&& fn) const {
     size_t start = 0;
-    for (const auto& [at, buf] : refs_) {
-      if (at > start) fn(std::span<const uint8_t>(data_.get() + start, at - start));
-      if (!buf.empty()) fn(buf.span());
-      start = at;
+    for (const Ref& ref : refs_) {
+      if (ref.at > start) fn(std::span<const uint8_t>(data_.get() + start, ref.at - start));
+      if (ref.file.length > 0) {
+        fn(static_cast<const FileRange&>(ref.file));
+      } else if (!ref.bytes.empty()) {
+        fn(ref.bytes.span());
+      }
+      start = ref.at;
     }
     if (size_ > start) fn(std::span<const uint8_t>(data_.get() + start, size_ - start));
   }
@@ -125,8 +141,14 @@ class Encoder {
   std::unique_ptr<uint8_t[]> data_;  // inline bytes [0, size_) of capacity_
   size_t size_ = 0;
   size_t capacity_ = 0;
-  // Referenced buffers, each to be sent just before inline byte `at`.
-  std::vector<std::pair<size_t, Buffer>> refs_;
+  // Referenced bytes (a buffer, or a file range when its length is not 0),
+  // each to be sent just before inline byte `at`.
+  struct Ref {
+    size_t at;
+    Buffer bytes;
+    FileRange file;
+  };
+  std::vector<Ref> refs_;
   size_t referenced_bytes_ = 0;
 };
 

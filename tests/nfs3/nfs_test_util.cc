@@ -137,7 +137,7 @@ CallResult Dispatch(rpc::Program& program, uint32_t proc, const Bytes& args, con
     ++result.replies;
     result.accept = reply.stat;
     result.body = reply.body.Flatten();
-    reply.body.ForEachSegment([&](std::span<const uint8_t>) { ++result.segments; });
+    reply.body.ForEachSegment([&](const auto&) { ++result.segments; });
   });
   EXPECT_EQ(result.replies, 1) << "procedure " << proc;
   return result;

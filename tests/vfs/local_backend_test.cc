@@ -115,6 +115,45 @@ TEST_F(LocalBackendTest, HandlesAreLinuxFileHandlesThatSurviveANewInstance) {
   EXPECT_EQ(parent->object.handle, root);
 }
 
+TEST_F(LocalBackendTest, LargeReadsOfCachedDataAreFileRangesSmallOnesAreCopied) {
+  std::string content(256 * 1024, 'x');
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>('a' + i % 23);
+  Entry f = MakeFile(root, "f", content);  // just written: in the page cache
+
+  auto big = fs.ReadRaw(kRoot, f.handle, 1000, 128 * 1024);
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  ASSERT_TRUE(big->file.has_value());
+  EXPECT_TRUE(big->data.empty());
+  EXPECT_EQ(big->file->offset, 1000u);
+  EXPECT_EQ(big->file->length, 128u * 1024);
+  EXPECT_FALSE(big->eof);
+  std::vector<uint8_t> sent;
+  AppendFileRange(*big->file, sent);
+  EXPECT_EQ(std::string(sent.begin(), sent.end()), content.substr(1000, 128 * 1024));
+
+  auto tail = fs.ReadRaw(kRoot, f.handle, content.size() - 64 * 1024, 1 << 20);
+  ASSERT_TRUE(tail.ok() && tail->file.has_value());
+  EXPECT_EQ(tail->file->length, 64u * 1024);  // clipped at the end of the file
+  EXPECT_TRUE(tail->eof);
+
+  auto small = fs.ReadRaw(kRoot, f.handle, 0, 4096);
+  ASSERT_TRUE(small.ok());
+  EXPECT_FALSE(small->file.has_value());
+  EXPECT_EQ(small->data.view(), content.substr(0, 4096));
+
+  // Data not in the page cache is read on the worker, never handed to the
+  // network thread to wait on.
+  int fd = ::open((export_dir + "/f").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::fdatasync(fd), 0);
+  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  ::close(fd);
+  auto cold = fs.ReadRaw(kRoot, f.handle, 0, 128 * 1024);
+  ASSERT_TRUE(cold.ok());
+  EXPECT_FALSE(cold->file.has_value());
+  EXPECT_EQ(cold->data.view(), content.substr(0, 128 * 1024));
+}
+
 TEST_F(LocalBackendTest, ObjectsRemovedBehindTheBacksHandleAreStale) {
   Entry f = MakeFile(root, "f", "data");
   ASSERT_TRUE(fs.Read(kRoot, f.handle, 0, 4).ok());  // its descriptor is cached now

@@ -39,8 +39,21 @@ class SyncBackend {
   Result<ReadLinkReply> ReadLink(const Credentials& c, const Handle& h) {
     return Call<ReadLinkReply>([&](auto cb) { b_->ReadLink(c, h, cb); });
   }
-  Result<ReadReply> Read(const Credentials& c, const Handle& h, uint64_t offset, uint32_t count) {
+  // The reply as the backend gave it: data in memory, or a file range.
+  Result<ReadReply> ReadRaw(const Credentials& c, const Handle& h, uint64_t offset,
+                            uint32_t count) {
     return Call<ReadReply>([&](auto cb) { b_->Read(c, h, offset, count, cb); });
+  }
+  // The reply with a file range read into `data`, as the client receives it.
+  Result<ReadReply> Read(const Credentials& c, const Handle& h, uint64_t offset, uint32_t count) {
+    Result<ReadReply> r = ReadRaw(c, h, offset, count);
+    if (r.ok() && r->file) {
+      std::vector<uint8_t> bytes;
+      AppendFileRange(*r->file, bytes);
+      r->data = Buffer::CopyOf(std::span<const uint8_t>(bytes));
+      r->file.reset();
+    }
+    return r;
   }
   Result<WriteReply> Write(const Credentials& c, const Handle& h, uint64_t offset,
                            std::string_view data, Stability s = Stability::kUnstable) {

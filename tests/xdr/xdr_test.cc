@@ -71,7 +71,7 @@ TEST(XdrTest, OpaqueRefIsGatheredWithoutCopyAndPadded) {
   e.U32(2);
   EXPECT_EQ(e.size(), 4 + 4 + 5 + 3 + 4u);
   int segments = 0;
-  e.ForEachSegment([&](std::span<const uint8_t>) { ++segments; });
+  e.ForEachSegment([&](const auto&) { ++segments; });
   EXPECT_EQ(segments, 3);
   auto flat = e.Flatten();
   Decoder d(flat);
