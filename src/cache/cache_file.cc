@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cache/block_crc.h"
 #include "common/crc32c.h"
 
 namespace geofs::cache {
@@ -52,7 +53,7 @@ std::vector<uint8_t> EncodeFilePrefix(const chunk::ChunkId& id, std::span<const 
   for (uint64_t b = 0; b < BlockCount(raw.size()); ++b) {
     uint64_t begin = b * kBlockSize;
     PutLe(&out[kFileHeaderSize + 4 * b],
-          Crc32c(0, raw.subspan(begin, std::min<uint64_t>(kBlockSize, raw.size() - begin))), 4);
+          BlockCrc(raw.subspan(begin, std::min<uint64_t>(kBlockSize, raw.size() - begin))), 4);
   }
   PutLe(&out[kCrcOffset], PrefixCrc(out), 4);
   return out;
@@ -98,11 +99,32 @@ Result<std::vector<uint32_t>> VerifyFilePrefix(const chunk::ChunkId& id,
 }
 
 Status VerifyBlocks(std::span<const uint32_t> block_crcs, uint64_t first_block,
-                    std::span<const uint8_t> data) {
-  for (uint64_t b = first_block, off = 0; off < data.size(); ++b, off += kBlockSize) {
+                    std::span<const std::span<const uint8_t>> pieces) {
+  size_t piece = 0;
+  size_t at = 0;  // within pieces[piece]
+  auto next_piece = [&] {
+    while (piece < pieces.size() && at == pieces[piece].size()) {
+      ++piece;
+      at = 0;
+    }
+  };
+  next_piece();
+  for (uint64_t b = first_block; piece < pieces.size(); ++b) {
     if (b >= block_crcs.size()) return Status::Corruption("read past the last block");
-    auto block = data.subspan(off, std::min<uint64_t>(kBlockSize, data.size() - off));
-    if (Crc32c(0, block) != block_crcs[b]) {
+    uint32_t crc = 0;
+    uint64_t left = kBlockSize;
+    bool first_part = true;
+    while (left > 0 && piece < pieces.size()) {
+      size_t n = std::min<uint64_t>(left, pieces[piece].size() - at);
+      auto part = pieces[piece].subspan(at, n);
+      // A block wholly in one piece (the usual case) takes the fast path.
+      crc = first_part && n == left ? BlockCrc(part) : Crc32c(crc, part);
+      first_part = false;
+      left -= n;
+      at += n;
+      next_piece();
+    }
+    if (crc != block_crcs[b]) {
       return Status::Corruption("checksum mismatch in block " + std::to_string(b));
     }
   }

@@ -56,10 +56,11 @@ Result<uint64_t> ParseFileHeader(std::span<const uint8_t> header, uint64_t file_
 Result<std::vector<uint32_t>> VerifyFilePrefix(const chunk::ChunkId& id,
                                                std::span<const uint8_t> prefix, uint64_t file_size);
 
-// Checks `data`, the raw bytes of the consecutive blocks starting at
-// `first_block`, against `block_crcs`. REQUIRES: `data` starts on a block
-// boundary and ends on one or at the end of the chunk.
+// Checks the raw bytes of the consecutive blocks starting at `first_block`,
+// given as `pieces` to be read one after the other (a read may scatter its
+// blocks over several buffers), against `block_crcs`. REQUIRES: the bytes
+// start on a block boundary and end on one or at the end of the chunk.
 Status VerifyBlocks(std::span<const uint32_t> block_crcs, uint64_t first_block,
-                    std::span<const uint8_t> data);
+                    std::span<const std::span<const uint8_t>> pieces);
 
 }  // namespace geofs::cache

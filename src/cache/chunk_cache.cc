@@ -7,18 +7,23 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <list>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "cache/buffer_pool.h"
 #include "cache/cache_file.h"
 #include "cache/chunk_cache_internal.h"
 #include "cache/eviction_policy.h"
@@ -148,51 +153,17 @@ class ChunkCacheImpl final : public ChunkCache {
   }
 
   void GetRange(const ChunkId& id, uint64_t offset, uint64_t length, GetCallback cb) override {
-    std::unique_lock lock(mu_);
-    policy_.RecordAccess(id);
-    if (auto m = memory_index_.find(id); m != memory_index_.end()) {
-      memory_.splice(memory_.begin(), memory_, m->second);
-      policy_.Touch(id);
-      ++stats_.memory_hits;
-      Buffer hit = Clip(m->second->second, offset, length);
-      lock.unlock();
-      cb(std::move(hit));
-      return;
-    }
-    if (auto p = puts_.find(id); p != puts_.end()) {
-      ++stats_.memory_hits;
-      Buffer hit = Clip(p->second.raw, offset, length);
-      lock.unlock();
-      cb(std::move(hit));
-      return;
-    }
-    auto it = index_.find(id);
-    if (it == index_.end()) {
-      ++stats_.misses;
-      lock.unlock();
-      cb(Status::NotFound("chunk not cached"));
-      return;
-    }
-    policy_.Touch(id);
     auto op = std::make_shared<ReadOp>();
-    op->id = id;
-    op->entry = it->second;
-    op->offset = std::min(offset, op->entry.raw_bytes);
-    op->length = std::min(length, op->entry.raw_bytes - op->offset);
-    bool whole = op->length == op->entry.raw_bytes;
-    op->to_memory = AdmitLocked(id, op->entry.raw_bytes, whole);
-    if (op->to_memory && !whole) ++stats_.promotions;
-    op->whole = whole || op->to_memory;
-    if (!op->whole && op->length == 0) {
-      ++stats_.disk_hits;
-      lock.unlock();
-      cb(Buffer());
-      return;
-    }
-    op->file = FindFileLocked(id, op->entry.generation);
     op->cb = std::move(cb);
-    lock.unlock();
-    StartRead(std::move(op));
+    Read(id, offset, length, std::move(op));
+  }
+
+  void ReadRangeInto(const ChunkId& id, uint64_t offset, uint64_t length, uint8_t* dest,
+                     ReadIntoCallback cb) override {
+    auto op = std::make_shared<ReadOp>();
+    op->dest = dest;
+    op->into_cb = std::move(cb);
+    Read(id, offset, length, std::move(op));
   }
 
   void Put(const ChunkId& id, Buffer raw, PutCallback cb) override {
@@ -292,6 +263,8 @@ class ChunkCacheImpl final : public ChunkCache {
     const uint64_t generation;
     const std::vector<uint32_t> crcs;
   };
+  // One read of a range of a cached chunk, for GetRange (answered with a
+  // Buffer) or ReadRangeInto (answered with the count copied to `dest`).
   struct ReadOp {
     ChunkId id;
     DiskEntry entry;
@@ -301,10 +274,21 @@ class ChunkCacheImpl final : public ChunkCache {
     bool to_memory = false;  // and keeps it in the memory tier
     std::shared_ptr<OpenFile> file;
     GetCallback cb;
+    uint8_t* dest = nullptr;  // ReadRangeInto
+    ReadIntoCallback into_cb;
+    // The file is read from the start of `first_block` to the end of the
+    // block holding the range's last byte, as up to three pieces in order.
+    // Usually `blocks` receives all of it; a direct ReadRangeInto reads the
+    // range itself into `dest` and only the rest of its edge blocks into
+    // `blocks`.
     uint64_t first_block = 0;
-    Buffer blocks;  // the blocks covering the range (all of them when whole)
-    uint8_t* data = nullptr;
+    bool direct = false;
+    Buffer blocks;
+    std::array<std::span<uint8_t>, 3> pieces;
+    size_t piece_count = 0;
+    size_t total = 0;  // bytes of all pieces
     size_t done = 0;
+    bool used_engine = false;  // some bytes came through engine_->Read
   };
   struct WriteOp {
     ChunkId id;
@@ -323,6 +307,60 @@ class ChunkCacheImpl final : public ChunkCache {
     return raw.Slice(from, std::min<uint64_t>(length, raw.size() - from));
   }
 
+  // Answers `op` for [offset, offset + length) of `id` from memory or disk.
+  void Read(const ChunkId& id, uint64_t offset, uint64_t length, std::shared_ptr<ReadOp> op) {
+    std::unique_lock lock(mu_);
+    policy_.RecordAccess(id);
+    std::optional<Buffer> in_memory;
+    if (auto m = memory_index_.find(id); m != memory_index_.end()) {
+      memory_.splice(memory_.begin(), memory_, m->second);
+      policy_.Touch(id);
+      in_memory = m->second->second;
+    } else if (auto p = puts_.find(id); p != puts_.end()) {
+      in_memory = p->second.raw;  // being written: served from the Put's bytes
+    }
+    if (in_memory) {
+      ++stats_.memory_hits;
+      lock.unlock();
+      return Deliver(*op, Clip(*in_memory, offset, length));
+    }
+    auto it = index_.find(id);
+    if (it == index_.end()) {
+      ++stats_.misses;
+      lock.unlock();
+      return Fail(*op, Status::NotFound("chunk not cached"));
+    }
+    policy_.Touch(id);
+    op->id = id;
+    op->entry = it->second;
+    op->offset = std::min(offset, op->entry.raw_bytes);
+    op->length = std::min(length, op->entry.raw_bytes - op->offset);
+    bool whole = op->length == op->entry.raw_bytes;
+    op->to_memory = AdmitLocked(id, op->entry.raw_bytes, whole);
+    if (op->to_memory && !whole) ++stats_.promotions;
+    op->whole = whole || op->to_memory;
+    if (!op->whole && op->length == 0) {
+      ++stats_.disk_hits;
+      lock.unlock();
+      return Deliver(*op, Buffer());
+    }
+    op->file = FindFileLocked(id, op->entry.generation);
+    lock.unlock();
+    StartRead(std::move(op));
+  }
+
+  // Answers `op` with `range` (or copies it to op.dest).
+  static void Deliver(ReadOp& op, Buffer range) {
+    if (!op.dest) return op.cb(std::move(range));
+    if (!range.empty()) std::memcpy(op.dest, range.data(), range.size());
+    op.into_cb(range.size());
+  }
+
+  static void Fail(ReadOp& op, Status status) {
+    if (!op.dest) return op.cb(std::move(status));
+    op.into_cb(std::move(status));
+  }
+
   void StartRead(std::shared_ptr<ReadOp> op) {
     if (!op->file) {
       Result<std::shared_ptr<OpenFile>> file = OpenCacheFile(op->id, op->entry);
@@ -334,25 +372,79 @@ class ChunkCacheImpl final : public ChunkCache {
     op->first_block = begin / kBlockSize;
     uint64_t from = op->first_block * kBlockSize;
     uint64_t to = std::min(op->entry.raw_bytes, (end + kBlockSize - 1) / kBlockSize * kBlockSize);
-    // Sized to the blocks read, not the chunk: a small read allocates (and
-    // faults in) little.
-    op->blocks = Buffer::Allocate(to - from, &op->data);
-    if (op->blocks.size() == 0) return FinishRead(std::move(op), Status::Ok());
+    op->total = to - from;
+    uint8_t* scratch;
+    // Sized to the blocks read, not the chunk, and reused (pool_) unless the
+    // memory tier keeps it: a read faults in no fresh pages. A direct read
+    // needs room only for the rest of its edge blocks.
+    op->direct = op->dest != nullptr && !op->whole;
+    if (op->direct) {
+      size_t head = begin - from;
+      size_t tail = to - end;
+      op->blocks = pool_.Allocate(head + tail, &scratch);
+      op->pieces = {std::span(scratch, head), std::span(op->dest, end - begin),
+                    std::span(scratch + head, tail)};
+      op->piece_count = 3;
+    } else {
+      op->blocks = op->to_memory ? Buffer::Allocate(op->total, &scratch)
+                                 : pool_.Allocate(op->total, &scratch);
+      op->pieces[0] = std::span(scratch, op->total);
+      op->piece_count = 1;
+    }
+    if (op->total == 0) return FinishRead(std::move(op), Status::Ok());
     ContinueRead(std::move(op));
+  }
+
+  // The pieces of `op` not read yet, as iovecs; returns how many.
+  static int PendingIovecs(const ReadOp& op, iovec* iov) {
+    int n = 0;
+    size_t skip = op.done;
+    for (size_t i = 0; i < op.piece_count; ++i) {
+      std::span<uint8_t> piece = op.pieces[i];
+      if (skip >= piece.size()) {
+        skip -= piece.size();
+        continue;
+      }
+      iov[n++] = {piece.data() + skip, piece.size() - skip};
+      skip = 0;
+    }
+    return n;
   }
 
   void ContinueRead(std::shared_ptr<ReadOp> op) {
     ReadOp* r = op.get();
-    uint64_t file_offset = DataOffset(r->entry.raw_bytes) + r->first_block * kBlockSize + r->done;
-    engine_->Read(r->file->fd, r->data + r->done, r->blocks.size() - r->done, file_offset,
+    const uint64_t base = DataOffset(r->entry.raw_bytes) + r->first_block * kBlockSize;
+    iovec iov[3];
+    // What the page cache holds is copied here, on the caller's thread: no
+    // submission, no wake-up of the reaper, no thread hop for the reply.
+    while (options_.inline_reads && r->done < r->total) {
+      int n = PendingIovecs(*r, iov);
+      int64_t res = engine_->ReadNow(r->file->fd, iov, n, base + r->done);
+      if (res == -EAGAIN) break;
+      if (res < 0) return FinishRead(std::move(op), Status::FromErrno(-res, "read"));
+      if (res == 0) return FinishRead(std::move(op), Status::Corruption("truncated"));
+      r->done += static_cast<size_t>(res);
+    }
+    if (r->done == r->total) return VerifyAndFinish(std::move(op));
+    r->used_engine = true;
+    int n = PendingIovecs(*r, iov);
+    engine_->Read(r->file->fd, iov, n, base + r->done,
                   [this, op = std::move(op)](int64_t res) mutable {
                     if (res < 0) return FinishRead(std::move(op), Status::FromErrno(-res, "read"));
                     if (res == 0) return FinishRead(std::move(op), Status::Corruption("truncated"));
                     op->done += static_cast<size_t>(res);
-                    if (op->done < op->blocks.size()) return ContinueRead(std::move(op));
-                    Status check = VerifyBlocks(op->file->crcs, op->first_block, op->blocks.span());
-                    FinishRead(std::move(op), std::move(check));
+                    if (op->done < op->total) return ContinueRead(std::move(op));
+                    VerifyAndFinish(std::move(op));
                   });
+  }
+
+  // Checks the blocks read against their CRCs and answers.
+  void VerifyAndFinish(std::shared_ptr<ReadOp> op) {
+    std::array<std::span<const uint8_t>, 3> pieces;
+    for (size_t i = 0; i < op->piece_count; ++i) pieces[i] = op->pieces[i];
+    Status check =
+        VerifyBlocks(op->file->crcs, op->first_block, std::span(pieces.data(), op->piece_count));
+    FinishRead(std::move(op), std::move(check));
   }
 
   // Opens the file of `id` and verifies its header and block table. The
@@ -404,14 +496,13 @@ class ChunkCacheImpl final : public ChunkCache {
     bool current = it != index_.end() && it->second.generation == op->entry.generation;
     if (status.ok()) {
       ++stats_.disk_hits;
-      stats_.disk_read_bytes += op->blocks.size();
+      stats_.disk_read_bytes += op->total;
+      if (!op->used_engine && op->total > 0) ++stats_.inline_reads;
       if (op->to_memory && current) MemoryInsertLocked(op->id, op->blocks);
       lock.unlock();
+      if (op->direct) return op->into_cb(op->length);
       uint64_t skip = op->offset - op->first_block * kBlockSize;
-      Buffer range = op->blocks.Slice(skip, op->length);
-      std::shared_ptr<ReadOp> done = std::move(op);
-      done->cb(std::move(range));
-      return;
+      return Deliver(*op, op->blocks.Slice(skip, op->length));
     }
     ++stats_.misses;
     if (status.code() == StatusCode::kCorruption) {
@@ -423,7 +514,7 @@ class ChunkCacheImpl final : public ChunkCache {
     // Whatever went wrong, the caller refetches; the file is not trusted again.
     if (current) EvictLocked(op->id, /*count=*/false);
     lock.unlock();
-    op->cb(Status::NotFound("cached chunk unreadable: " + status.ToString()));
+    Fail(*op, Status::NotFound("cached chunk unreadable: " + status.ToString()));
   }
 
   // The open file of `id` if it is the current one. REQUIRES: mu_ held.
@@ -624,6 +715,7 @@ class ChunkCacheImpl final : public ChunkCache {
 
   const ChunkCacheOptions options_;
   std::unique_ptr<IoEngine> engine_;
+  BufferPool pool_;
 
   mutable std::mutex mu_;
   EvictionPolicy policy_;
@@ -662,6 +754,15 @@ void ChunkCache::GetRange(const ChunkId& id, uint64_t offset, uint64_t length, G
     if (!raw.ok()) return cb(std::move(raw));
     uint64_t from = std::min<uint64_t>(offset, raw->size());
     cb(raw->Slice(from, std::min<uint64_t>(length, raw->size() - from)));
+  });
+}
+
+void ChunkCache::ReadRangeInto(const ChunkId& id, uint64_t offset, uint64_t length, uint8_t* dest,
+                               ReadIntoCallback cb) {
+  GetRange(id, offset, length, [dest, cb = std::move(cb)](Result<Buffer> range) {
+    if (!range.ok()) return cb(range.status());
+    if (!range->empty()) std::memcpy(dest, range->data(), range->size());
+    cb(range->size());
   });
 }
 

@@ -19,7 +19,8 @@
 // disk is reused.
 //
 // Thread-safe. Callbacks run on an internal I/O thread or on the calling
-// thread; they must not block.
+// thread (memory hits, misses, and disk hits the page cache held); they must
+// not block.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +46,9 @@ struct ChunkCacheOptions {
   uint64_t memory_bytes = DefaultMemoryTierBytes();  // memory tier; 0: none
   size_t max_open_files = 256;                       // cache files kept open
   bool use_io_uring = true;                          // false: always plain I/O
+  // Disk hits whose blocks the page cache holds are read on the calling
+  // thread (IoEngine::ReadNow); the rest go through the engine.
+  bool inline_reads = true;
 };
 
 struct ChunkCacheStats {
@@ -55,6 +59,7 @@ struct ChunkCacheStats {
   uint64_t evictions = 0;
   uint64_t corrupt_dropped = 0;  // disk files that failed their check
   uint64_t disk_read_bytes = 0;  // chunk bytes read from files for disk hits
+  uint64_t inline_reads = 0;     // disk hits read wholly on the calling thread
   uint64_t promotions = 0;       // chunks read whole into memory because hot
   uint64_t open_files = 0;       // cache files held open now
   uint64_t disk_bytes = 0;       // bytes of chunk data on disk now
@@ -69,6 +74,7 @@ class ChunkCache {
  public:
   using GetCallback = std::function<void(Result<Buffer>)>;
   using PutCallback = std::function<void(Status)>;
+  using ReadIntoCallback = std::function<void(Result<size_t>)>;
 
   static Result<std::unique_ptr<ChunkCache>> Open(const ChunkCacheOptions& options);
   virtual ~ChunkCache() = default;
@@ -80,6 +86,13 @@ class ChunkCache {
   // as for Get. Reads from disk only the blocks the range covers. The default
   // slices what Get returns.
   virtual void GetRange(const chunk::ChunkId& id, uint64_t offset, uint64_t length, GetCallback cb);
+  // Like GetRange, but copies the bytes to `dest` and answers how many: a
+  // disk hit reads the range straight into `dest` (no intermediate buffer,
+  // no copy), a memory hit copies it. For a READ assembled from several
+  // chunks. REQUIRES: `dest` holds `length` bytes and stays valid until `cb`
+  // has run. The default copies what GetRange returns.
+  virtual void ReadRangeInto(const chunk::ChunkId& id, uint64_t offset, uint64_t length,
+                             uint8_t* dest, ReadIntoCallback cb);
   // Stores the raw bytes of `id`. REQUIRES: `raw` hash to `id` (the caller
   // verified them). Evicts unpinned chunks to make room; kNoSpace when it
   // cannot (everything pinned, or the file system is full even after

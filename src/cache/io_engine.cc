@@ -67,11 +67,17 @@ class IoUringEngine final : public IoEngine {
     io_uring_queue_exit(&ring_);
   }
 
-  void Read(int fd, uint8_t* buf, size_t len, uint64_t offset, Completion done) override {
+  void Read(int fd, const iovec* iov, int iovcnt, uint64_t offset, Completion done) override {
     auto* op = new Op{std::move(done), {}};
+    size_t len = 0;
+    for (int i = 0; i < iovcnt; ++i) {
+      op->iov[i] = iov[i];
+      len += iov[i].iov_len;
+    }
     Submit(op, [&](io_uring_sqe* sqe) {
-      io_uring_prep_read(sqe, fd, buf, static_cast<unsigned>(len), offset);
-      // Cached files are in the page cache, so a read would complete inline:
+      io_uring_prep_readv(sqe, fd, op->iov, static_cast<unsigned>(iovcnt), offset);
+      // A read of data the page cache holds (partly, or all of it when the
+      // caller skips ReadNow) would complete inline:
       // a 1 MiB copy inside io_uring_submit, under mu_, serializing every
       // submitter. IOSQE_ASYNC moves large copies to the kernel's workers
       // (measured: 0.5 -> 1.5 GB/s at queue depth 8, docs/spoke-cache.md);
@@ -94,7 +100,7 @@ class IoUringEngine final : public IoEngine {
  private:
   struct Op {
     Completion done;
-    iovec iov[kMaxIovecs];  // writev reads the vector at submission time
+    iovec iov[kMaxIovecs];  // readv and writev read the vector at submission time
   };
 
   IoUringEngine() = default;
@@ -180,9 +186,10 @@ class ThreadPoolEngine final : public IoEngine {
     for (auto& t : workers_) t.join();
   }
 
-  void Read(int fd, uint8_t* buf, size_t len, uint64_t offset, Completion done) override {
-    Enqueue([=, done = std::move(done)] {
-      ssize_t n = pread(fd, buf, len, static_cast<off_t>(offset));
+  void Read(int fd, const iovec* iov, int iovcnt, uint64_t offset, Completion done) override {
+    std::vector<iovec> v(iov, iov + iovcnt);
+    Enqueue([=, v = std::move(v), done = std::move(done)] {
+      ssize_t n = preadv(fd, v.data(), static_cast<int>(v.size()), static_cast<off_t>(offset));
       done(n < 0 ? -errno : n);
     });
   }
@@ -232,6 +239,16 @@ class ThreadPoolEngine final : public IoEngine {
 };
 
 }  // namespace
+
+int64_t IoEngine::ReadNow(int fd, const iovec* iov, int iovcnt, uint64_t offset) {
+  ssize_t n;
+  do {
+    n = preadv2(fd, iov, iovcnt, static_cast<off_t>(offset), RWF_NOWAIT);
+  } while (n < 0 && errno == EINTR);
+  // EOPNOTSUPP: a file system or kernel without non-blocking buffered reads.
+  if (n < 0 && errno == EOPNOTSUPP) return -EAGAIN;
+  return n < 0 ? -errno : n;
+}
 
 Result<std::unique_ptr<IoEngine>> NewIoUringEngine(unsigned entries) {
   auto engine = IoUringEngine::Create(entries);

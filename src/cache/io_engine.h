@@ -26,13 +26,19 @@ class IoEngine {
 
   virtual ~IoEngine() = default;
 
-  // REQUIRES: `fd` and the memory stay valid until `done` has run. `done` runs
-  // exactly once, on an engine thread (never inside the call), and must not
-  // block. Thread-safe.
-  virtual void Read(int fd, uint8_t* buf, size_t len, uint64_t offset, Completion done) = 0;
-  // `iov` (at most kMaxIovecs entries) is copied; the memory it points to must
-  // stay valid until `done` has run.
+  // Reads into the buffers of `iov` in order (preadv). `iov` (at most
+  // kMaxIovecs entries) is copied; `fd` and the memory it points to must
+  // stay valid until `done` has run. `done` runs exactly once, on an engine
+  // thread (never inside the call), and must not block. Thread-safe.
+  virtual void Read(int fd, const iovec* iov, int iovcnt, uint64_t offset, Completion done) = 0;
+  // Writes the buffers of `iov` (pwritev); as for Read.
   virtual void Write(int fd, const iovec* iov, int iovcnt, uint64_t offset, Completion done) = 0;
+  // Reads on the calling thread only what the page cache holds, without
+  // blocking (preadv2 with RWF_NOWAIT): the bytes read (possibly fewer than
+  // asked), or -EAGAIN when the data is not cached (then use Read), or
+  // -errno. A cache hit then costs one copy and no hand-off to another
+  // thread, which is most of the cost of a small read. Thread-safe.
+  virtual int64_t ReadNow(int fd, const iovec* iov, int iovcnt, uint64_t offset);
 
   virtual bool is_io_uring() const = 0;
 
@@ -51,11 +57,14 @@ std::unique_ptr<IoEngine> NewThreadPoolEngine(int threads = 4);
 class IoEngineWrapper : public IoEngine {
  public:
   explicit IoEngineWrapper(std::unique_ptr<IoEngine> base) : base_(std::move(base)) {}
-  void Read(int fd, uint8_t* buf, size_t len, uint64_t offset, Completion done) override {
-    base_->Read(fd, buf, len, offset, std::move(done));
+  void Read(int fd, const iovec* iov, int iovcnt, uint64_t offset, Completion done) override {
+    base_->Read(fd, iov, iovcnt, offset, std::move(done));
   }
   void Write(int fd, const iovec* iov, int iovcnt, uint64_t offset, Completion done) override {
     base_->Write(fd, iov, iovcnt, offset, std::move(done));
+  }
+  int64_t ReadNow(int fd, const iovec* iov, int iovcnt, uint64_t offset) override {
+    return base_->ReadNow(fd, iov, iovcnt, offset);
   }
   bool is_io_uring() const override { return base_->is_io_uring(); }
 

@@ -1,6 +1,7 @@
 #include "spoke/chunk_fetcher.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "chunk/chunk_codec.h"
 #include "common/logging.h"
@@ -23,23 +24,46 @@ void ChunkFetcher::GetRange(const chunk::ChunkId& id, uint64_t offset, uint64_t 
                        bytes_from_cache_ += cached->size();
                        return cb(std::move(cached));
                      }
-                     Callback cut = [offset, length, cb = std::move(cb)](Result<Buffer> raw) {
+                     FetchMissing(id, [offset, length, cb = std::move(cb)](Result<Buffer> raw) {
                        if (!raw.ok()) return cb(std::move(raw));
                        uint64_t from = std::min<uint64_t>(offset, raw->size());
                        cb(raw->Slice(from, std::min<uint64_t>(length, raw->size() - from)));
-                     };
-                     {
-                       std::lock_guard lock(mu_);
-                       auto [it, fresh] = inflight_.try_emplace(id);
-                       it->second.push_back(std::move(cut));
-                       if (!fresh) {
-                         ++shared_;
-                         return;
-                       }
-                     }
-                     ++misses_;
-                     FetchFromHub({id});
+                     });
                    });
+}
+
+void ChunkFetcher::ReadRangeInto(const chunk::ChunkId& id, uint64_t offset, uint64_t length,
+                                 uint8_t* dest, IntoCallback cb) {
+  cache_->ReadRangeInto(
+      id, offset, length, dest,
+      [this, id, offset, length, dest, cb = std::move(cb)](Result<size_t> copied) mutable {
+        if (copied.ok()) {
+          ++hits_;
+          bytes_from_cache_ += *copied;
+          return cb(copied);
+        }
+        FetchMissing(id, [offset, length, dest, cb = std::move(cb)](Result<Buffer> raw) {
+          if (!raw.ok()) return cb(raw.status());
+          uint64_t from = std::min<uint64_t>(offset, raw->size());
+          uint64_t n = std::min<uint64_t>(length, raw->size() - from);
+          if (n > 0) std::memcpy(dest, raw->data() + from, n);
+          cb(n);
+        });
+      });
+}
+
+void ChunkFetcher::FetchMissing(const chunk::ChunkId& id, Callback cb) {
+  {
+    std::lock_guard lock(mu_);
+    auto [it, fresh] = inflight_.try_emplace(id);
+    it->second.push_back(std::move(cb));
+    if (!fresh) {
+      ++shared_;
+      return;
+    }
+  }
+  ++misses_;
+  FetchFromHub({id});
 }
 
 void ChunkFetcher::Prefetch(const std::vector<chunk::ChunkId>& ids) {

@@ -42,6 +42,7 @@ struct FetchStats {
 class ChunkFetcher {
  public:
   using Callback = std::function<void(Result<Buffer>)>;
+  using IntoCallback = std::function<void(Result<size_t>)>;
 
   // REQUIRES: `link` and `cache` outlive the fetcher.
   ChunkFetcher(HubLink* link, cache::ChunkCache* cache) : link_(link), cache_(cache) {}
@@ -49,12 +50,20 @@ class ChunkFetcher {
   // Bytes [offset, offset + length) of chunk `id`, cut at the chunk's end
   // (the caller checks the size it got).
   void GetRange(const chunk::ChunkId& id, uint64_t offset, uint64_t length, Callback cb);
+  // The same bytes copied into `dest`, answering how many: a disk hit reads
+  // them straight from the cache file into `dest`. REQUIRES: `dest` holds
+  // `length` bytes and stays valid until `cb` has run.
+  void ReadRangeInto(const chunk::ChunkId& id, uint64_t offset, uint64_t length, uint8_t* dest,
+                     IntoCallback cb);
   // Starts fetching those of `ids` that are neither cached nor in flight.
   void Prefetch(const std::vector<chunk::ChunkId>& ids);
 
   FetchStats Stats() const;
 
  private:
+  // A cache miss: fetches `id` from the hub (or joins the fetch in flight)
+  // and hands the whole chunk to `cb`.
+  void FetchMissing(const chunk::ChunkId& id, Callback cb);
   // Fetches `ids` (all registered in inflight_ by the caller) in one call.
   void FetchFromHub(std::vector<chunk::ChunkId> ids);
   // Completes the waiters of `id`.

@@ -33,6 +33,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "cache/buffer_pool.h"
 #include "cache/chunk_cache.h"
 #include "geofs/clock.h"
 #include "geofs/vfs.h"
@@ -96,6 +97,10 @@ class SpokeBackend : public vfs::Backend {
   Status FlushAll();
 
   vfs::Capabilities GetCapabilities() const override;
+  // GetAttr, Lookup, LookupParent and Access answer from the leased metadata
+  // cache, or else send an asynchronous hub request and return: none of them
+  // waits, so the front end may run them on its network threads.
+  bool QuickMetadata() const override { return true; }
   Result<vfs::Handle> Root() override;
   void GetAttr(const vfs::Credentials& cred, const vfs::Handle& h,
                vfs::Callback<vfs::Attr> cb) override;
@@ -181,6 +186,8 @@ class SpokeBackend : public vfs::Backend {
   const SpokeBackendOptions options_;
   std::unique_ptr<MetadataCache> meta_;
   std::unique_ptr<ChunkFetcher> fetcher_;
+  // Storage of READ replies assembled from several chunks.
+  cache::BufferPool reply_pool_;
   FileKey root_;
 
   std::atomic<uint64_t> metadata_hits_{0}, metadata_misses_{0};

@@ -48,7 +48,8 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
       : begin_(begin), end_(end), reply_(std::move(reply)), cb_(std::move(cb)) {}
 
   // Fetches every extent overlapping [begin, end) and answers.
-  void Run(ChunkFetcher* fetcher, const ChunkMap& map, std::vector<PendingRange> overlay) {
+  void Run(ChunkFetcher* fetcher, cache::BufferPool* pool, const ChunkMap& map,
+           std::vector<PendingRange> overlay) {
     overlay_ = std::move(overlay);
     std::vector<MapExtent> parts;
     for (auto it = FirstEndingAfter(map, begin_); it != map.extents.end() && it->offset < end_;
@@ -72,28 +73,36 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
           });
       return;
     }
-    buffer_ = Buffer::Allocate(end_ - begin_, &out_);
-    std::memset(out_, 0, end_ - begin_);  // holes read as zeros
+    buffer_ = pool->Allocate(end_ - begin_, &out_);
     remaining_ = parts.size() + 1;
+    uint64_t filled = begin_;  // parts are sorted and do not overlap
     for (const MapExtent& e : parts) {
       auto self = shared_from_this();
       uint64_t from = std::max(e.offset, begin_);
       uint64_t to = std::min(e.offset + e.length, end_);
-      fetcher->GetRange(
-          e.id, e.chunk_offset + (from - e.offset), to - from,
-          [self, e, from, to](Result<Buffer> raw) {
-            if (!raw.ok()) return self->Done(raw.status());
-            if (raw->size() < to - from) {
+      ZeroHole(filled, from);
+      filled = to;
+      // Straight into the reply: a disk hit is read there, not copied.
+      fetcher->ReadRangeInto(
+          e.id, e.chunk_offset + (from - e.offset), to - from, out_ + (from - begin_),
+          [self, e, from, to](Result<size_t> copied) {
+            if (!copied.ok()) return self->Done(copied.status());
+            if (*copied < to - from) {
               return self->Done(Status::IoError("chunk " + e.id.ToHex() + " is short"));
             }
-            std::memcpy(self->out_ + (from - self->begin_), raw->data(), to - from);
             self->Done(Status::Ok());
           });
     }
+    ZeroHole(filled, end_);
     Done(Status::Ok());
   }
 
  private:
+  // Holes in the file read as zeros.
+  void ZeroHole(uint64_t from, uint64_t to) {
+    if (from < to) std::memset(out_ + (from - begin_), 0, to - from);
+  }
+
   void Done(Status status) {
     {
       std::lock_guard lock(mu_);
@@ -165,14 +174,16 @@ void SpokeBackend::Read(const vfs::Credentials& cred, const vfs::Handle& h, uint
                   const uint64_t end = offset >= attr.size
                                            ? offset
                                            : offset + std::min<uint64_t>(count, attr.size - offset);
-                  vfs::ReadReply reply{Buffer(), end >= attr.size, attr};
+                  vfs::ReadReply reply;
+                  reply.eof = end >= attr.size;
+                  reply.attr = attr;
                   if (offset >= end) return cb(std::move(reply));
                   MaybeReadAhead(key, **map, offset, end);
                   std::vector<PendingRange> overlay;
                   if (journal_) overlay = journal_->Read(key, offset, end - offset);
                   auto assembly =
                       std::make_shared<ReadAssembly>(offset, end, std::move(reply), std::move(cb));
-                  assembly->Run(fetcher_.get(), **map, std::move(overlay));
+                  assembly->Run(fetcher_.get(), &reply_pool_, **map, std::move(overlay));
                 });
 }
 
