@@ -262,6 +262,10 @@ class Backend {
   // no remote round trip. A front end may then run them on its network
   // threads too.
   virtual bool QuickChanges() const { return false; }
+  // Whether Read likewise never waits: it answers from memory or with a
+  // non-blocking read, and hands anything slower (a disk, a remote fetch)
+  // to its own threads, calling back from there.
+  virtual bool QuickReads() const { return false; }
   // The handle of the tree's root directory.
   virtual Result<Handle> Root() = 0;
 

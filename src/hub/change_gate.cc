@@ -17,6 +17,15 @@ void AddIno(const vfs::Handle& h, std::vector<uint64_t>* out) {
   if (parts.ok()) out->push_back(parts->ino);
 }
 
+std::string EntryKey(const vfs::Handle& dir, std::string_view name) {
+  auto parts = meta::Namespace::ParseHandle(dir);
+  std::string key =
+      parts.ok() ? std::to_string(parts->ino) : std::string(dir.bytes().begin(), dir.bytes().end());
+  key += '/';
+  key += name;
+  return key;
+}
+
 void ChangeGate::AddChild(const vfs::Credentials& cred, const vfs::Handle& dir,
                           std::string_view name, Inos* out) {
   auto found = ns_->Lookup(cred, dir, name);
@@ -25,12 +34,13 @@ void ChangeGate::AddChild(const vfs::Credentials& cred, const vfs::Handle& dir,
 
 template <typename T>
 Result<T> ChangeGate::Gated(uint64_t origin, const std::function<Inos()>& affected,
-                            const std::function<Result<T>()>& op,
+                            const Names& names, const std::function<Result<T>()>& op,
                             const std::function<Inos(const T&)>& leased) {
   if (leases_ == nullptr) return op();
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     Inos inos = affected();
-    GEOFS_ASSIGN_OR_RETURN(LeaseManager::ChangeGuard guard, leases_->BeginChange(inos, origin));
+    GEOFS_ASSIGN_OR_RETURN(LeaseManager::ChangeGuard guard,
+                           leases_->BeginChange(inos, origin, names));
     std::sort(inos.begin(), inos.end());
     const Inos now = affected();
     const bool covered = std::all_of(now.begin(), now.end(), [&](uint64_t ino) {
@@ -50,7 +60,7 @@ Result<vfs::Wcc> ChangeGate::SetAttr(uint64_t origin, const vfs::Credentials& cr
   Inos file;
   AddIno(h, &file);
   return Gated<vfs::Wcc>(
-      origin, [&] { return file; }, [&] { return ns_->SetAttr(cred, h, attrs, guard_ctime); },
+      origin, [&] { return file; }, {}, [&] { return ns_->SetAttr(cred, h, attrs, guard_ctime); },
       [&](const vfs::Wcc&) { return file; });
 }
 
@@ -60,14 +70,15 @@ Result<meta::CommitReply> ChangeGate::CommitChunkMap(uint64_t origin, const vfs:
   Inos file;
   AddIno(h, &file);
   return Gated<meta::CommitReply>(
-      origin, [&] { return file; }, [&] { return ns_->CommitChunkMap(cred, h, update); },
+      origin, [&] { return file; }, {}, [&] { return ns_->CommitChunkMap(cred, h, update); },
       [&](const meta::CommitReply&) { return file; });
 }
 
 Result<vfs::CreateReply> ChangeGate::CreateLike(
-    uint64_t origin, const vfs::Handle& dir, const std::function<Inos()>& affected,
-    const std::function<Result<vfs::CreateReply>()>& op) {
-  return Gated<vfs::CreateReply>(origin, affected, op, [&](const vfs::CreateReply& reply) {
+    uint64_t origin, const vfs::Handle& dir, std::string_view name,
+    const std::function<Inos()>& affected, const std::function<Result<vfs::CreateReply>()>& op) {
+  const Names names{EntryKey(dir, name)};
+  return Gated<vfs::CreateReply>(origin, affected, names, op, [&](const vfs::CreateReply& reply) {
     Inos inos;
     AddIno(dir, &inos);
     AddIno(reply.object.handle, &inos);
@@ -79,7 +90,7 @@ Result<vfs::CreateReply> ChangeGate::Create(uint64_t origin, const vfs::Credenti
                                             const vfs::Handle& dir, std::string_view name,
                                             const vfs::CreateRequest& req) {
   return CreateLike(
-      origin, dir,
+      origin, dir, name,
       [&] {
         Inos inos;
         AddIno(dir, &inos);
@@ -95,7 +106,7 @@ Result<vfs::CreateReply> ChangeGate::Mkdir(uint64_t origin, const vfs::Credentia
   Inos inos;
   AddIno(dir, &inos);
   return CreateLike(
-      origin, dir, [&] { return inos; }, [&] { return ns_->Mkdir(cred, dir, name, attrs); });
+      origin, dir, name, [&] { return inos; }, [&] { return ns_->Mkdir(cred, dir, name, attrs); });
 }
 
 Result<vfs::CreateReply> ChangeGate::Symlink(uint64_t origin, const vfs::Credentials& cred,
@@ -104,7 +115,7 @@ Result<vfs::CreateReply> ChangeGate::Symlink(uint64_t origin, const vfs::Credent
   Inos inos;
   AddIno(dir, &inos);
   return CreateLike(
-      origin, dir, [&] { return inos; },
+      origin, dir, name, [&] { return inos; },
       [&] { return ns_->Symlink(cred, dir, name, target, attrs); });
 }
 
@@ -114,7 +125,7 @@ Result<vfs::CreateReply> ChangeGate::Mknod(uint64_t origin, const vfs::Credentia
   Inos inos;
   AddIno(dir, &inos);
   return CreateLike(
-      origin, dir, [&] { return inos; }, [&] { return ns_->Mknod(cred, dir, name, req); });
+      origin, dir, name, [&] { return inos; }, [&] { return ns_->Mknod(cred, dir, name, req); });
 }
 
 Result<vfs::Wcc> ChangeGate::Remove(uint64_t origin, const vfs::Credentials& cred,
@@ -139,7 +150,7 @@ Result<vfs::Wcc> ChangeGate::RemoveLike(uint64_t origin, const vfs::Credentials&
         AddChild(cred, dir, name, &inos);
         return inos;
       },
-      op, [&](const vfs::Wcc&) { return dir_ino; });
+      {EntryKey(dir, name)}, op, [&](const vfs::Wcc&) { return dir_ino; });
 }
 
 Result<vfs::RenameReply> ChangeGate::Rename(uint64_t origin, const vfs::Credentials& cred,
@@ -156,6 +167,7 @@ Result<vfs::RenameReply> ChangeGate::Rename(uint64_t origin, const vfs::Credenti
         AddChild(cred, to_dir, to_name, &inos);
         return inos;
       },
+      {EntryKey(from_dir, from_name), EntryKey(to_dir, to_name)},
       [&] { return ns_->Rename(cred, from_dir, from_name, to_dir, to_name); },
       [&](const vfs::RenameReply&) { return dirs; });
 }
@@ -167,7 +179,8 @@ Result<vfs::LinkReply> ChangeGate::Link(uint64_t origin, const vfs::Credentials&
   AddIno(file, &inos);
   AddIno(dir, &inos);
   return Gated<vfs::LinkReply>(
-      origin, [&] { return inos; }, [&] { return ns_->Link(cred, file, dir, name); },
+      origin, [&] { return inos; }, {EntryKey(dir, name)},
+      [&] { return ns_->Link(cred, file, dir, name); },
       [&](const vfs::LinkReply&) { return inos; });
 }
 

@@ -7,10 +7,12 @@
 // symlink and mknod the directory (and the file an UNCHECKED create would
 // truncate); remove and rmdir the directory and the removed inode; rename
 // both directories, the moved inode and an overwritten target; link the
-// file and the directory. Names are looked up before the change begins and
-// again once it has (changes to an inode are exclusive, so the second
-// answer holds until the commit); if the second names an inode outside the
-// guarded set the change starts over.
+// file and the directory. Changes to one directory run concurrently, but
+// each also holds the entries it adds, removes or replaces (LeaseManager
+// `names`), which no other change may hold. Names are looked up before the
+// change begins and again once it has (only a change holding the entry can
+// alter it, so the second answer holds until the commit); if the second
+// names an inode outside the guarded set the change starts over.
 //
 // `origin` is the session making the change (0: none): it gets no
 // invalidation, and leases on the inodes its reply describes.
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -71,17 +74,19 @@ class ChangeGate {
 
  private:
   using Inos = std::vector<uint64_t>;
-  // Runs `op` under a change of affected() (recomputed once the change
-  // began; see above), then leases leased(reply) to `origin`.
+  using Names = std::vector<std::string>;
+  // Runs `op` under a change of affected() holding the entries `names`
+  // (affected() is recomputed once the change began; see above), then
+  // leases leased(reply) to `origin`.
   template <typename T>
-  Result<T> Gated(uint64_t origin, const std::function<Inos()>& affected,
+  Result<T> Gated(uint64_t origin, const std::function<Inos()>& affected, const Names& names,
                   const std::function<Result<T>()>& op,
                   const std::function<Inos(const T&)>& leased);
   // The inode `name` in `dir` names now, appended to `out` (nothing if none).
   void AddChild(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
                 Inos* out);
   Result<vfs::CreateReply> CreateLike(uint64_t origin, const vfs::Handle& dir,
-                                      const std::function<Inos()>& affected,
+                                      std::string_view name, const std::function<Inos()>& affected,
                                       const std::function<Result<vfs::CreateReply>()>& op);
   // REMOVE or RMDIR (`op`) of `name` in `dir`: changes the directory and the
   // removed inode; leases the directory to `origin`.
@@ -95,5 +100,8 @@ class ChangeGate {
 // The inode of a namespace handle, appended to `out` (nothing if malformed:
 // the namespace then fails the operation itself).
 void AddIno(const vfs::Handle& h, std::vector<uint64_t>* out);
+// The LeaseManager name key of entry `name` in directory `dir` (a malformed
+// handle gives a key of its own bytes: the namespace fails the operation).
+std::string EntryKey(const vfs::Handle& dir, std::string_view name);
 
 }  // namespace geofs::hub

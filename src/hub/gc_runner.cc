@@ -1,5 +1,9 @@
 #include "hub/gc_runner.h"
 
+#include <algorithm>
+#include <optional>
+#include <vector>
+
 #include "common/logging.h"
 #include "hub/chunk_ids.h"
 
@@ -16,9 +20,49 @@ GcRunner::~GcRunner() {
 }
 
 Result<meta::GcResult> GcRunner::RunOnce() {
-  return ns_->CollectGarbage(
-      options_.clock->WallNow(), options_.grace,
-      [this](const meta::ChunkId& id) { return chunks_->Delete(ToChunkId(id)); });
+  const WallTime now = options_.clock->WallNow();
+  GEOFS_ASSIGN_OR_RETURN(meta::GcResult result,
+                         ns_->CollectGarbage(now, options_.grace, [this](const meta::ChunkId& id) {
+                           return chunks_->Delete(ToChunkId(id));
+                         }));
+  // At least `grace` old, the bound CollectGarbage applies too.
+  const WallTime cutoff{now.sec - options_.grace.count(), now.nsec};
+  GEOFS_RETURN_IF_ERROR(SweepOrphans(cutoff, &result));
+  return result;
+}
+
+Status GcRunner::SweepOrphans(WallTime cutoff, meta::GcResult* result) {
+  // Candidates first, deletions after: the listing does not see its own
+  // deletions, and the namespace re-checks each candidate under its lock.
+  std::vector<chunk::ChunkInfo> candidates;
+  GEOFS_RETURN_IF_ERROR(chunks_->ForEachChunk([&](const chunk::ChunkInfo& info) -> Status {
+    if (info.modified > cutoff) return Status::Ok();
+    GEOFS_ASSIGN_OR_RETURN(std::optional<meta::ChunkInfo> known, ns_->GetChunk(ToMetaId(info.id)));
+    if (!known) candidates.push_back(info);
+    return Status::Ok();
+  }));
+  for (const chunk::ChunkInfo& info : candidates) {
+    // The record needs the raw size, which the stored form's header holds;
+    // a header too damaged to read still gets a non-zero size.
+    uint64_t size = std::max<uint64_t>(info.stored_size, 1);
+    auto stored = chunks_->GetEncoded(info.id);
+    if (!stored.ok()) {
+      if (stored.status().code() == StatusCode::kNotFound) continue;
+      ++result->failed;
+      continue;
+    }
+    auto header = chunk::ReadChunkHeader(stored->span());
+    if (header.ok() && header->raw_size > 0) size = header->raw_size;
+    auto collected = ns_->CollectOrphan(
+        ToMetaId(info.id), size, info.modified,
+        [this](const meta::ChunkId& id) { return chunks_->Delete(ToChunkId(id)); });
+    if (!collected.ok()) {
+      ++result->failed;
+    } else if (*collected) {
+      ++result->orphans;
+    }
+  }
+  return Status::Ok();
 }
 
 void GcRunner::Loop(std::stop_token stop) {
@@ -30,9 +74,10 @@ void GcRunner::Loop(std::stop_token stop) {
     auto result = RunOnce();
     if (!result.ok()) {
       log->warn("garbage collection failed: {}", result.status().ToString());
-    } else if (result->deleted > 0 || result->failed > 0) {
-      log->info("garbage collection deleted {} chunks ({} failed, retried next pass)",
-                result->deleted, result->failed);
+    } else if (result->deleted > 0 || result->orphans > 0 || result->failed > 0) {
+      log->info(
+          "garbage collection deleted {} chunks and {} orphans ({} failed, retried next pass)",
+          result->deleted, result->orphans, result->failed);
     }
     lock.lock();
   }

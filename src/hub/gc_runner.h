@@ -1,6 +1,11 @@
 // GcRunner: the hub's background garbage collection. Every `interval` it
 // deletes chunks that have been unreferenced for `grace` or longer
-// (Namespace::CollectGarbage, which never passes a referenced chunk on).
+// (Namespace::CollectGarbage, which never passes a referenced chunk on),
+// then sweeps orphans: stored chunks at least `grace` old of which the
+// namespace has no record (Namespace::CollectOrphan). Orphans arise when a
+// registration made without its own sync (RegisterChunks with sync false,
+// as PutChunks does) is lost in a crash after the chunk was stored. The
+// sweep lists the whole object store: O(stored chunks) per pass.
 //
 // The grace period is what makes the writer protocol safe (register, upload,
 // commit): it must be longer than any writer takes between registering a
@@ -40,6 +45,8 @@ class GcRunner {
 
  private:
   void Loop(std::stop_token stop);
+  // Deletes the orphans stored before `cutoff`, counting them in `result`.
+  Status SweepOrphans(WallTime cutoff, meta::GcResult* result);
 
   meta::Namespace* const ns_;
   chunk::ChunkStore* const chunks_;

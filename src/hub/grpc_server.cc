@@ -3,6 +3,8 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
 
+#include <algorithm>
+
 namespace geofs::hub {
 
 Result<GrpcServer> StartGrpcServer(grpc::Service* service, const GrpcServerOptions& options) {
@@ -15,6 +17,13 @@ Result<GrpcServer> StartGrpcServer(grpc::Service* service, const GrpcServerOptio
   grpc::ResourceQuota quota("geofs-hub");
   quota.SetMaxThreads(options.max_threads);
   builder.SetResourceQuota(quota);
+  // gRPC's defaults (1-2 idle pollers) make a thread exit after almost every
+  // call under concurrent load and start a new one for the next: a
+  // clone per namespace change. Keeping a quarter of the threads polling
+  // reuses them.
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 2);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                              std::max(2, options.max_threads / 4));
   // Ping idle connections, so that a peer that vanished mid-stream is
   // noticed and its call cancelled.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);

@@ -71,8 +71,11 @@ StatusCode CodeForGrpc(grpc::StatusCode code) {
       return StatusCode::kAccessDenied;
     case grpc::StatusCode::INVALID_ARGUMENT:
       return StatusCode::kInvalidArgument;
+    // Without geofs-code, RESOURCE_EXHAUSTED is gRPC's own: the server is
+    // out of threads or memory for calls ("Server Threadpool Exhausted").
+    // That passes, so callers should retry, not report a full disk (the
+    // hub's own kNoSpace always carries its token).
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return StatusCode::kNoSpace;
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::CANCELLED:
       return StatusCode::kUnavailable;

@@ -136,8 +136,10 @@ grpc::Status HubService::FindMissingChunks(grpc::ServerContext* ctx,
       refs.push_back({ToMetaId(id), ref.raw_length()});
     }
     // Registering keeps the chunks the caller will not upload (present
-    // ones) safe from GC until its commit.
-    GEOFS_RETURN_IF_ERROR(Context(ns_->RegisterChunks(refs), "registering chunks"));
+    // ones) safe from GC until its commit. Not synced on its own: the
+    // caller's commit is, and covers it; if a crash loses it, the commit
+    // fails cleanly and the caller registers again.
+    GEOFS_RETURN_IF_ERROR(Context(ns_->RegisterChunks(refs, /*sync=*/false), "registering chunks"));
     GEOFS_ASSIGN_OR_RETURN(std::vector<chunk::ChunkId> missing, chunks_->Missing(ids));
     for (const chunk::ChunkId& id : missing) resp->add_missing(BytesOf(id));
     return Status::Ok();
@@ -154,7 +156,12 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
     auto store_batch = [&]() -> Status {
       std::vector<meta::ChunkRef> refs;
       for (const Upload& u : batch) refs.push_back({ToMetaId(u.id), u.raw_size});
-      GEOFS_RETURN_IF_ERROR(Context(ns_->RegisterChunks(refs), "registering chunks"));
+      // Registered before they are stored, so GC knows every chunk it may
+      // have to collect. Not synced: the commit that references them is,
+      // and a registration lost in a crash leaves orphans that GC sweeps
+      // (GcRunner).
+      GEOFS_RETURN_IF_ERROR(
+          Context(ns_->RegisterChunks(refs, /*sync=*/false), "registering chunks"));
       GEOFS_RETURN_IF_ERROR(ParallelFor(batch.size(), options_.put_parallelism, [&](size_t i) {
         const Upload& u = batch[i];
         auto put = chunks_->PutEncoded(u.id, u.stored);

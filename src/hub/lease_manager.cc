@@ -202,22 +202,61 @@ void LeaseManager::WaitSlice(std::unique_lock<std::mutex>& lock, TimePoint deadl
 }
 
 bool LeaseManager::AnyBusy(std::span<const uint64_t> inos) const {
-  return std::any_of(inos.begin(), inos.end(), [&](uint64_t ino) { return busy_.contains(ino); });
+  return std::any_of(inos.begin(), inos.end(), [&](uint64_t ino) {
+    auto it = busy_.find(ino);
+    return it != busy_.end() && !it->second.origins.empty();
+  });
+}
+
+bool LeaseManager::ChangeMustWait(std::span<const uint64_t> inos,
+                                  std::span<const std::string> names) const {
+  return std::any_of(names.begin(), names.end(),
+                     [&](const std::string& name) { return names_.contains(name); }) ||
+         std::any_of(inos.begin(), inos.end(), [&](uint64_t ino) {
+           auto it = busy_.find(ino);
+           return it != busy_.end() && it->second.waiting_grants > 0;
+         });
+}
+
+void LeaseManager::CountWaitingGrant(std::span<const uint64_t> inos, int delta) {
+  for (uint64_t ino : inos) {
+    Busy& b = busy_[ino];
+    b.waiting_grants += delta;
+    if (b.waiting_grants == 0 && b.origins.empty()) busy_.erase(ino);
+  }
 }
 
 Status LeaseManager::Grant(uint64_t session, std::span<const uint64_t> inos) {
   std::unique_lock lock(mu_);
   const auto give_up = Now() + max_busy_wait_;
+  const std::vector<uint64_t> distinct = Distinct(inos);
+  bool counted = false;  // as waiting on `distinct`
   for (;;) {
     auto it = sessions_.find(session);
+    Status refused = Status::Ok();
     if (it == sessions_.end() || !it->second.attached) {
-      return Status::NotFound("session " + std::to_string(session) + " is not open");
+      refused = Status::NotFound("session " + std::to_string(session) + " is not open");
+    } else if (!AnyBusy(distinct)) {
+      break;
+    } else if (Now() >= give_up) {
+      refused = Status::Unavailable("a change to a leased inode is still pending; retry");
     }
-    if (!AnyBusy(inos)) break;
-    if (Now() >= give_up) {
-      return Status::Unavailable("a change to a leased inode is still pending; retry");
+    if (!refused.ok()) {
+      if (counted) {
+        CountWaitingGrant(distinct, -1);
+        cv_.notify_all();
+      }
+      return refused;
+    }
+    if (!counted) {
+      CountWaitingGrant(distinct, +1);
+      counted = true;
     }
     WaitSlice(lock, give_up);
+  }
+  if (counted) {
+    CountWaitingGrant(distinct, -1);
+    cv_.notify_all();
   }
   Session& s = sessions_[session];
   const auto now = Now();
@@ -244,7 +283,7 @@ std::vector<uint64_t> LeaseManager::Renew(uint64_t session, std::span<const uint
   Session& s = it->second;
   for (uint64_t ino : inos) {
     auto lease = s.leases.find(ino);
-    if (lease == s.leases.end() || lease->second <= now || busy_.contains(ino)) {
+    if (lease == s.leases.end() || lease->second <= now || AnyBusy({&ino, 1})) {
       if (lease != s.leases.end()) DropLease(session, s, ino);
       lost.push_back(ino);
     } else {
@@ -273,21 +312,25 @@ void LeaseManager::Ack(uint64_t session, uint64_t seq) {
 // --- Changes.
 
 Result<LeaseManager::ChangeGuard> LeaseManager::BeginChange(std::span<const uint64_t> inos,
-                                                            uint64_t origin_session) {
+                                                            uint64_t origin_session,
+                                                            std::span<const std::string> names) {
   std::vector<uint64_t> change = Distinct(inos);
+  std::vector<std::string> held(names.begin(), names.end());
+  std::sort(held.begin(), held.end());
+  held.erase(std::unique(held.begin(), held.end()), held.end());
   std::vector<std::pair<InvalidateFn, Invalidation>> sends;
-  std::vector<uint64_t> waits;
   std::unique_lock lock(mu_);
   // A predecessor's leases are unknown, so every change could conflict.
   while (Now() < grace_until_) WaitSlice(lock, grace_until_);
   const auto give_up = Now() + max_busy_wait_;
-  while (AnyBusy(change)) {
+  while (ChangeMustWait(change, held)) {
     if (Now() >= give_up) {
-      return Status::Unavailable("another change to these inodes is still pending; retry");
+      return Status::Unavailable("another change to these names is still pending; retry");
     }
     WaitSlice(lock, give_up);
   }
-  busy_.insert(change.begin(), change.end());
+  for (uint64_t ino : change) busy_[ino].origins.push_back(origin_session);
+  names_.insert(held.begin(), held.end());
   ++changes_;
 
   // Revoke every other session's live leases on the inodes, one
@@ -312,44 +355,59 @@ Result<LeaseManager::ChangeGuard> LeaseManager::BeginChange(std::span<const uint
   }
   for (auto& [sid, inv] : per_session) {
     inv.seq = next_seq_++;
-    outstanding_[inv.seq] = Outstanding{sid, deadline_of[sid]};
-    waits.push_back(inv.seq);
+    outstanding_[inv.seq] = Outstanding{sid, deadline_of[sid], inv.inos};
     Session& s = sessions_[sid];
     if (s.attached && s.invalidate) {
       sends.emplace_back(s.invalidate, std::move(inv));
       ++invalidations_sent_;
     }
   }
-  if (!waits.empty()) ++changes_waited_;
-  ChangeGuard guard(this, std::move(change), origin_session);
+  ChangeGuard guard(this, change, std::move(held), origin_session);
 
   lock.unlock();
   for (auto& [send, inv] : sends) send(inv);
   lock.lock();
 
-  // Until each session acked, was replaced, or its revoked leases expired.
+  // Until every invalidation of these inodes (ours, and those of earlier
+  // changes still pending on them, which revoked leases this change then
+  // did not find) was acknowledged, its session replaced, or its revoked
+  // leases expired.
+  bool waited = false;
   for (;;) {
     const auto t = Now();
     TimePoint next = TimePoint::max();
-    std::erase_if(waits, [&](uint64_t seq) {
-      auto it = outstanding_.find(seq);
-      if (it == outstanding_.end()) return true;
-      if (it->second.deadline <= t) {
-        outstanding_.erase(it);
-        return true;
+    for (auto it = outstanding_.begin(); it != outstanding_.end();) {
+      const std::vector<uint64_t>& revoked = it->second.inos;
+      const bool ours = std::any_of(revoked.begin(), revoked.end(), [&](uint64_t ino) {
+        return std::binary_search(change.begin(), change.end(), ino);
+      });
+      if (ours && it->second.deadline <= t) {
+        it = outstanding_.erase(it);
+        continue;
       }
-      next = std::min(next, it->second.deadline);
-      return false;
-    });
-    if (waits.empty()) break;
+      if (ours) next = std::min(next, it->second.deadline);
+      ++it;
+    }
+    if (next == TimePoint::max()) break;
+    waited = true;
     WaitSlice(lock, next);
   }
+  if (waited) ++changes_waited_;
   return guard;
 }
 
-void LeaseManager::EndChange(const std::vector<uint64_t>& inos) {
+void LeaseManager::EndChange(const std::vector<uint64_t>& inos,
+                             const std::vector<std::string>& names, uint64_t origin) {
   std::lock_guard lock(mu_);
-  for (uint64_t ino : inos) busy_.erase(ino);
+  for (uint64_t ino : inos) {
+    auto it = busy_.find(ino);
+    if (it == busy_.end()) continue;
+    std::vector<uint64_t>& origins = it->second.origins;
+    auto mine = std::find(origins.begin(), origins.end(), origin);
+    if (mine != origins.end()) origins.erase(mine);
+    if (origins.empty() && it->second.waiting_grants == 0) busy_.erase(it);
+  }
+  for (const std::string& name : names) names_.erase(name);
   cv_.notify_all();
 }
 
@@ -364,8 +422,14 @@ void LeaseManager::GrantToOrigin(uint64_t origin, const std::vector<uint64_t>& c
   const auto expiry = now + options_.lease_ttl;
   for (uint64_t ino : inos) {
     const bool ours = std::binary_search(change.begin(), change.end(), ino);
-    if (!ours) {
-      if (busy_.contains(ino)) continue;
+    if (ours) {
+      auto b = busy_.find(ino);
+      if (b != busy_.end() && std::any_of(b->second.origins.begin(), b->second.origins.end(),
+                                          [&](uint64_t other) { return other != origin; })) {
+        continue;
+      }
+    } else {
+      if (AnyBusy({&ino, 1})) continue;
       auto h = holders_.find(ino);
       if (h != holders_.end() && std::any_of(h->second.begin(), h->second.end(), [&](uint64_t sid) {
             return sid != origin && sessions_[sid].leases[ino] > now;
@@ -381,6 +445,7 @@ void LeaseManager::GrantToOrigin(uint64_t origin, const std::vector<uint64_t>& c
 LeaseManager::ChangeGuard::ChangeGuard(ChangeGuard&& other) noexcept
     : manager_(std::exchange(other.manager_, nullptr)),
       inos_(std::move(other.inos_)),
+      names_(std::move(other.names_)),
       origin_(other.origin_) {}
 
 LeaseManager::ChangeGuard& LeaseManager::ChangeGuard::operator=(ChangeGuard&& other) noexcept {
@@ -388,6 +453,7 @@ LeaseManager::ChangeGuard& LeaseManager::ChangeGuard::operator=(ChangeGuard&& ot
     End();
     manager_ = std::exchange(other.manager_, nullptr);
     inos_ = std::move(other.inos_);
+    names_ = std::move(other.names_);
     origin_ = other.origin_;
   }
   return *this;
@@ -397,7 +463,7 @@ LeaseManager::ChangeGuard::~ChangeGuard() { End(); }
 
 void LeaseManager::ChangeGuard::End() {
   if (manager_ == nullptr) return;
-  manager_->EndChange(inos_);
+  manager_->EndChange(inos_, names_, origin_);
   manager_ = nullptr;
 }
 

@@ -3,11 +3,20 @@
 // Sessions are spokes' Session streams. A session holds read leases
 // (inode -> expiry) on what it caches, and at most one session at a time
 // holds a file's write lease. A change to inodes runs under a ChangeGuard:
-// BeginChange marks the inodes busy (changes to an inode are mutually
-// exclusive, and new grants on it wait), revokes every other session's
-// leases on them, sends each such session an Invalidation, and returns once
-// each has acknowledged or its revoked leases have expired. The change is
-// committed while the guard lives; destroying the guard ends it.
+// BeginChange marks the inodes busy (new grants on them wait), revokes every
+// other session's leases on them, sends each such session an Invalidation,
+// and returns once each has acknowledged or its revoked leases have expired
+// (its own and those of earlier changes still pending on the same inodes).
+// The change is committed while the guard lives; destroying the guard ends
+// it.
+//
+// Several changes may hold one inode at once (creates and removes of
+// different names in one directory commit together, sharing the store's
+// synced group commit); what they must not share are the directory entries
+// they add, remove or replace, named by opaque `names` keys that are
+// exclusive among changes. The namespace serialises the records' read-
+// modify-write itself. A grant waiting on an inode holds off changes that
+// would begin on it, so that a stream of changes cannot starve readers.
 //
 // Restarts: a new hub process knows nothing of the leases its predecessor
 // granted, yet spokes may still serve under them. With `horizon_path` set,
@@ -130,27 +139,34 @@ class LeaseManager {
 
     // Leases the inodes of this change among `inos` to the changing
     // session (the one excluded from invalidations), so that the reply of
-    // its own change may be cached. Inodes outside the change are leased
-    // only if no change is pending on them and nobody else holds a lease
-    // (a just-created inode); others are skipped. No-op without a session.
+    // its own change may be cached, unless a change of another origin is
+    // also pending on them (its commit would not invalidate this session).
+    // Inodes outside the change are leased only if no change is pending on
+    // them and nobody else holds a lease (a just-created inode); others are
+    // skipped. No-op without a session.
     void GrantToOrigin(std::span<const uint64_t> inos);
     // Ends the change now (as the destructor does).
     void End();
 
    private:
     friend class LeaseManager;
-    ChangeGuard(LeaseManager* manager, std::vector<uint64_t> inos, uint64_t origin)
-        : manager_(manager), inos_(std::move(inos)), origin_(origin) {}
+    ChangeGuard(LeaseManager* manager, std::vector<uint64_t> inos, std::vector<std::string> names,
+                uint64_t origin)
+        : manager_(manager), inos_(std::move(inos)), names_(std::move(names)), origin_(origin) {}
     LeaseManager* manager_ = nullptr;
     std::vector<uint64_t> inos_;
+    std::vector<std::string> names_;
     uint64_t origin_ = 0;
   };
-  // Starts a change of `inos` made by `origin_session` (0: not a session).
-  // Waits out the restart grace (see above), then for pending changes on them (kUnavailable after
-  // max_busy_wait), then invalidates every other session's live leases on them and waits for the
-  // acks or the leases' expiry. REQUIRES: the calling thread holds no other ChangeGuard (changes
-  // would deadlock) and no namespace lock.
-  Result<ChangeGuard> BeginChange(std::span<const uint64_t> inos, uint64_t origin_session);
+  // Starts a change of `inos` made by `origin_session` (0: not a session), which adds, removes or
+  // replaces the directory entries `names` (opaque keys; see above). Waits out the restart grace
+  // (see above), then until no other change holds any of `names` and no grant waits on any of
+  // `inos` (kUnavailable after max_busy_wait), then invalidates every other session's live leases
+  // on `inos` and waits for the acks or the leases' expiry, including invalidations that earlier
+  // changes still pending on `inos` sent. REQUIRES: the calling thread holds no other ChangeGuard
+  // (changes would deadlock) and no namespace lock.
+  Result<ChangeGuard> BeginChange(std::span<const uint64_t> inos, uint64_t origin_session,
+                                  std::span<const std::string> names = {});
 
   // --- Write leases.
   // Gives `session` the write lease on `ino` for one TTL: at once if no
@@ -174,7 +190,13 @@ class LeaseManager {
   // An invalidation sent and not yet acknowledged.
   struct Outstanding {
     uint64_t session = 0;
-    TimePoint deadline;  // the latest expiry of the leases it revoked
+    TimePoint deadline;          // the latest expiry of the leases it revoked
+    std::vector<uint64_t> inos;  // sorted
+  };
+  // An inode some change or grant is waiting on or working with.
+  struct Busy {
+    std::vector<uint64_t> origins;  // one per pending change, its origin
+    uint32_t waiting_grants = 0;
   };
   struct WriteWaiter {
     uint64_t session = 0;
@@ -197,12 +219,20 @@ class LeaseManager {
   // Waits on cv_ until `deadline` (by the clock) or a notification,
   // sleeping at most wait_slice. REQUIRES: `lock` holds mu_.
   void WaitSlice(std::unique_lock<std::mutex>& lock, TimePoint deadline);
+  // True if a change is pending on any of `inos`. REQUIRES: mu_ held.
   bool AnyBusy(std::span<const uint64_t> inos) const;
+  // True if a change holds any of `names` or a grant waits on any of
+  // `inos`. REQUIRES: mu_ held.
+  bool ChangeMustWait(std::span<const uint64_t> inos, std::span<const std::string> names) const;
+  // Counts a grant waiting on `inos` (delta +1) or no longer (-1).
+  // REQUIRES: mu_ held.
+  void CountWaitingGrant(std::span<const uint64_t> inos, int delta);
   // Removes a lease of `session` on `ino` from both indexes.
   void DropLease(uint64_t session, Session& s, uint64_t ino);
   void DropAllLeases(uint64_t session, Session& s);
   void FailQueuedWrites(uint64_t session, Deferred* deferred);
-  void EndChange(const std::vector<uint64_t>& inos);
+  void EndChange(const std::vector<uint64_t>& inos, const std::vector<std::string>& names,
+                 uint64_t origin);
   void GrantToOrigin(uint64_t origin, const std::vector<uint64_t>& change,
                      std::span<const uint64_t> inos);
   // Hands free or expired write leases to their next waiter; drops
@@ -219,7 +249,8 @@ class LeaseManager {
   uint64_t next_seq_ = 1;                           // guarded by mu_
   std::unordered_map<uint64_t, Session> sessions_;  // guarded by mu_
   std::unordered_map<uint64_t, std::unordered_set<uint64_t>> holders_;  // ino -> sessions
-  std::unordered_set<uint64_t> busy_;                                   // guarded by mu_
+  std::unordered_map<uint64_t, Busy> busy_;                             // guarded by mu_
+  std::unordered_set<std::string> names_;  // held by pending changes; guarded by mu_
   std::unordered_map<uint64_t, Outstanding> outstanding_;  // seq -> wait; guarded by mu_
   std::unordered_map<uint64_t, WriteLease> writes_;        // guarded by mu_
   uint64_t invalidations_sent_ = 0;                        // guarded by mu_

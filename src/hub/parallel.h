@@ -1,10 +1,21 @@
-// ParallelFor: runs fn(0..n-1) on up to `threads` threads (the caller's
-// included) and returns the first error; after an error no new item starts.
+// ParallelFor: runs fn(0..n-1) on up to `threads` threads and returns the
+// first error; after an error no new item starts.
+//
+// The threads are the caller's and helpers from one process-wide pool of
+// persistent threads (WorkerPool::Shared()), so a call creates no thread:
+// it cannot fail when the system is out of threads, and a burst of calls
+// (one per PutChunks batch, per file...) does not pay for thread start-up.
+// The caller always works too, so the call makes progress even when every
+// pool thread is busy with other calls (it then runs with fewer helpers).
+// Calls may nest: a caller only waits for items already running.
 #pragma once
 
 #include <algorithm>
-#include <atomic>
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -13,31 +24,125 @@
 
 namespace geofs::hub {
 
-template <typename Fn>
-Status ParallelFor(size_t n, int threads, Fn fn) {
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::mutex error_mu;
-  Status error;
-  auto work = [&] {
-    while (!failed.load(std::memory_order_relaxed)) {
-      const size_t i = next.fetch_add(1);
-      if (i >= n) return;
-      Status s = fn(i);
-      if (!s.ok()) {
-        std::lock_guard lock(error_mu);
-        if (!failed.exchange(true)) error = std::move(s);
-        return;
+// A fixed set of threads running submitted tasks in FIFO order.
+// Thread-safe.
+class WorkerPool {
+ public:
+  explicit WorkerPool(size_t threads) {
+    for (size_t i = 0; i < threads; ++i) {
+      threads_.emplace_back([this] { Loop(); });
+    }
+  }
+  // Runs the tasks already queued, then joins the threads.
+  ~WorkerPool() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    threads_.clear();
+  }
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void Submit(std::function<void()> task) {
+    {
+      std::lock_guard lock(mu_);
+      tasks_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+  }
+
+  size_t size() const { return threads_.size(); }
+
+  // The pool ParallelFor draws helpers from, created at first use with
+  // kSharedThreads threads and never destroyed (so no call can outlive it).
+  static WorkerPool& Shared() {
+    static WorkerPool* const pool = new WorkerPool(kSharedThreads);
+    return *pool;
+  }
+
+ private:
+  // Enough for several concurrent PutChunks streams and fsck walks, whose
+  // items mostly wait on I/O; bounded, unlike a thread per item.
+  static constexpr size_t kSharedThreads = 32;
+
+  void Loop() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping, and nothing left to run
+      std::function<void()> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;  // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  std::vector<std::jthread> threads_;        // last: started after the rest
+};
+
+namespace internal {
+
+// The state one ParallelFor call shares with its helpers. Helpers hold it
+// by shared_ptr: one that starts after the call returned finds no item
+// left and never touches `fn`.
+struct ParallelState {
+  explicit ParallelState(size_t n, const std::function<Status(size_t)>* fn) : n(n), fn(fn) {}
+
+  // Claims and runs items until none is left or one failed.
+  void Work() {
+    std::unique_lock lock(mu);
+    while (!failed && next < n) {
+      const size_t i = next++;
+      ++running;
+      lock.unlock();
+      Status s = (*fn)(i);
+      lock.lock();
+      --running;
+      if (!s.ok() && !failed) {
+        failed = true;
+        error = std::move(s);
       }
     }
-  };
-  const size_t workers = std::min(n, static_cast<size_t>(std::max(threads, 1)));
-  {
-    std::vector<std::jthread> helpers;
-    for (size_t t = 1; t < workers; ++t) helpers.emplace_back(work);
-    work();
+    if (running == 0) idle.notify_all();
   }
-  return error;
+
+  // Returns once no item runs and none will start.
+  Status Wait() {
+    std::unique_lock lock(mu);
+    idle.wait(lock, [this] { return running == 0 && (failed || next >= n); });
+    return std::move(error);
+  }
+
+  const size_t n;
+  const std::function<Status(size_t)>* const fn;
+  std::mutex mu;
+  std::condition_variable idle;
+  size_t next = 0;      // guarded by mu: the next item to claim
+  size_t running = 0;   // guarded by mu: items claimed and not finished
+  bool failed = false;  // guarded by mu
+  Status error;         // guarded by mu
+};
+
+}  // namespace internal
+
+template <typename Fn>
+Status ParallelFor(size_t n, int threads, Fn fn) {
+  if (n == 0) return Status::Ok();
+  const std::function<Status(size_t)> call = [&fn](size_t i) -> Status { return fn(i); };
+  auto state = std::make_shared<internal::ParallelState>(n, &call);
+  const size_t helpers = std::min(n, static_cast<size_t>(std::max(threads, 1))) - 1;
+  for (size_t t = 0; t < helpers; ++t) {
+    WorkerPool::Shared().Submit([state] { state->Work(); });
+  }
+  state->Work();
+  return state->Wait();
 }
 
 }  // namespace geofs::hub

@@ -155,7 +155,7 @@ vfs::Entry Namespace::EntryOf(const InodeRecord& rec) const {
   return vfs::Entry{HandleOf(rec), rec.ToAttr()};
 }
 
-Status Namespace::Commit(Txn& txn, std::unique_lock<std::mutex>& lock) {
+Status Namespace::Commit(Txn& txn, std::unique_lock<std::mutex>& lock, bool sync) {
   GEOFS_RETURN_IF_ERROR(txn.Finish());
   uint64_t limit = ino_limit_;
   if (!txn.batch().empty()) {
@@ -173,6 +173,7 @@ Status Namespace::Commit(Txn& txn, std::unique_lock<std::mutex>& lock) {
     stats_ = txn.stats();
   }
   lock.unlock();
+  if (!sync) return Status::Ok();
   // Even a change that wrote nothing answers only once what it saw is
   // durable (an EXCLUSIVE replay must not confirm a create still in flight).
   return store_->Sync();

@@ -8,7 +8,8 @@
 // Guarantees:
 //  - Every change is one atomic KvStore batch, durable (synced) before the
 //    call returns OK: a crash at any instant leaves a consistent namespace
-//    holding every acknowledged change.
+//    holding every acknowledged change. (One exception a caller asks for:
+//    RegisterChunks with `sync` false, durable with the next synced change.)
 //  - Inode numbers come from a persistent counter and are never reused;
 //    generations are a keyed bijection of the inode number, so they never
 //    repeat either. Handles (16 bytes: inode, generation) therefore never
@@ -83,6 +84,7 @@ struct NamespaceOptions {
 struct GcResult {
   uint64_t deleted = 0;  // chunks deleted from the object store and forgotten
   uint64_t failed = 0;   // delete_fn failed; they stay and are retried next time
+  uint64_t orphans = 0;  // stored chunks without a record, deleted (CollectOrphan)
 };
 
 class Namespace {
@@ -171,7 +173,13 @@ class Namespace {
   // --- Chunks and garbage collection (see the protocol above).
   // kUnavailable if one of them is being collected (retry after the GC
   // pass); kInvalidArgument if a known chunk's size differs.
-  Status RegisterChunks(std::span<const ChunkRef> chunks);
+  // With `sync` false the registration is applied (and protects the chunks
+  // in this process) but becomes durable only with the next synced change,
+  // such as the writer's commit, which covers it. A crash before that loses
+  // it: chunks stored meanwhile are then orphans (stored, unknown to the
+  // namespace), which CollectOrphan removes once older than the grace
+  // period, and the writer's commit fails cleanly (not registered).
+  Status RegisterChunks(std::span<const ChunkRef> chunks, bool sync = true);
   // What the namespace knows of a chunk; nullopt if nothing.
   Result<std::optional<ChunkInfo>> GetChunk(const ChunkId& id);
   // Up to `max` chunks with refcount 0 since before `before`, oldest first
@@ -187,6 +195,19 @@ class Namespace {
   Result<GcResult> CollectGarbage(WallTime now, std::chrono::nanoseconds grace,
                                   const std::function<Status(const ChunkId&)>& delete_fn,
                                   size_t max = SIZE_MAX);
+  // Deletes a stored chunk the namespace has no record of (an orphan: its
+  // registration was lost in a crash), stored at `stored_at` with raw size
+  // `size`. If a record exists (a writer registered it), returns false and
+  // does nothing. Otherwise records it as being collected, unreferenced
+  // since `stored_at` (so RegisterChunks and commits refuse it from then
+  // on), calls `delete_fn` without locks held, and forgets it: true. A crash
+  // or a delete_fn failure leaves it marked, and CollectGarbage retries it.
+  // The caller passes only objects older than the grace period, like the
+  // chunks CollectGarbage deletes: writers register before they store, so a
+  // fresh object without a record can only be an orphan too, but the grace
+  // keeps the sweep from racing anything that stores without registering.
+  Result<bool> CollectOrphan(const ChunkId& id, uint64_t size, WallTime stored_at,
+                             const std::function<Status(const ChunkId&)>& delete_fn);
 
   // --- Whole-namespace views.
   Result<NamespaceStats> Stats();
@@ -208,8 +229,9 @@ class Namespace {
   uint64_t GenerationOf(uint64_t ino) const;
 
   // Writes `txn` (with the counters and stats), releases `lock`, then waits
-  // until the write is durable. REQUIRES: `lock` holds write_mu_.
-  Status Commit(Txn& txn, std::unique_lock<std::mutex>& lock);
+  // until the write is durable unless `sync` is false (then a later synced
+  // change makes it durable). REQUIRES: `lock` holds write_mu_.
+  Status Commit(Txn& txn, std::unique_lock<std::mutex>& lock, bool sync = true);
   // A new, unlinked inode with a fresh number, staged in `txn`.
   // REQUIRES: write_mu_ held.
   InodeRecord* NewInode(Txn& txn, vfs::FileType type, uint32_t mode, uint32_t uid, uint32_t gid);

@@ -30,7 +30,7 @@ Result<std::optional<ChunkInfo>> ReadChunk(KvReader& reader, const ChunkId& id) 
 
 }  // namespace
 
-Status Namespace::RegisterChunks(std::span<const ChunkRef> chunks) {
+Status Namespace::RegisterChunks(std::span<const ChunkRef> chunks, bool sync) {
   std::map<ChunkId, uint64_t> sizes;
   for (const ChunkRef& ref : chunks) {
     if (ref.size == 0) return Status::InvalidArgument("empty chunk " + ChunkIdHex(ref.id));
@@ -66,7 +66,7 @@ Status Namespace::RegisterChunks(std::span<const ChunkRef> chunks) {
     txn.batch().Put(schema::ChunkKey(id), schema::EncodeChunk(c));
     txn.batch().Put(schema::GcKey(c.unreferenced_since, id), {});
   }
-  return Commit(txn, lock);
+  return Commit(txn, lock, sync);
 }
 
 Result<std::optional<ChunkInfo>> Namespace::GetChunk(const ChunkId& id) {
@@ -122,6 +122,32 @@ Status Namespace::ForgetChunk(const ChunkId& id) {
   --txn.stats().unreferenced_chunks;
   txn.stats().unreferenced_bytes -= c->size;
   return Commit(txn, lock);
+}
+
+Result<bool> Namespace::CollectOrphan(const ChunkId& id, uint64_t size, WallTime stored_at,
+                                      const std::function<Status(const ChunkId&)>& delete_fn) {
+  if (size == 0) return Status::InvalidArgument("empty chunk " + ChunkIdHex(id));
+  {
+    std::unique_lock lock(write_mu_);
+    Txn txn(store_, Now(), stats_);
+    GEOFS_ASSIGN_OR_RETURN(std::optional<ChunkInfo> known, ReadChunk(*store_, id));
+    if (known) return false;
+    // Recorded as CollectGarbage would leave a chunk it started deleting,
+    // so that a crash or a failed delete is retried by its next pass.
+    ChunkInfo c;
+    c.id = id;
+    c.size = size;
+    c.unreferenced_since = stored_at;
+    c.collecting = true;
+    txn.batch().Put(schema::ChunkKey(id), schema::EncodeChunk(c));
+    txn.batch().Put(schema::GcKey(c.unreferenced_since, id), {});
+    ++txn.stats().unreferenced_chunks;
+    txn.stats().unreferenced_bytes += size;
+    GEOFS_RETURN_IF_ERROR(Commit(txn, lock));
+  }
+  GEOFS_RETURN_IF_ERROR(delete_fn(id));
+  GEOFS_RETURN_IF_ERROR(ForgetChunk(id));
+  return true;
 }
 
 Result<GcResult> Namespace::CollectGarbage(WallTime now, std::chrono::nanoseconds grace,

@@ -46,6 +46,11 @@ bool NfsProgram::RunsInline(const rpc::CallContext& ctx) const {
     case NfsProc::kAccess:
       return std::all_of(exports.begin(), exports.end(),
                          [](const auto& e) { return e->backend->QuickMetadata(); });
+    case NfsProc::kRead:
+      // A failure reply asks the backend for attributes (QuickMetadata).
+      return std::all_of(exports.begin(), exports.end(), [](const auto& e) {
+        return e->backend->QuickMetadata() && e->backend->QuickReads();
+      });
     case NfsProc::kSetattr:
     case NfsProc::kCreate:
     case NfsProc::kMkdir:

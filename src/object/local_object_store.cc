@@ -47,8 +47,6 @@ class Fd {
   int fd_;
 };
 
-std::string ParentOf(const std::string& path) { return path.substr(0, path.rfind('/')); }
-
 WallTime ModifiedOf(const struct stat& st) {
   return WallTime{st.st_mtim.tv_sec, static_cast<uint32_t>(st.st_mtim.tv_nsec)};
 }
@@ -159,22 +157,27 @@ Result<std::unique_ptr<LocalObjectStore>> LocalObjectStore::Open(std::string_vie
   if (ec) return Status::FromErrno(ec.value(), "local object store " + std::string(root));
   std::string root_str = abs.lexically_normal().string();
   if (root_str.size() > 1 && root_str.back() == '/') root_str.pop_back();
-  auto store =
-      std::unique_ptr<LocalObjectStore>(new LocalObjectStore(root_str, std::move(options)));
-  for (const std::string* dir : {&store->objects_dir_, &store->tmp_dir_}) {
-    std::filesystem::create_directories(*dir, ec);
-    if (ec) return Status::FromErrno(ec.value(), "local object store: create " + *dir);
+  for (const char* sub : {"/objects", "/tmp"}) {
+    std::filesystem::create_directories(root_str + sub, ec);
+    if (ec) return Status::FromErrno(ec.value(), "local object store: create " + root_str + sub);
   }
+  const int root_fd = ::open(root_str.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return Status::FromErrno(errno, "local object store: open " + root_str);
+  auto store = std::unique_ptr<LocalObjectStore>(
+      new LocalObjectStore(root_str, root_fd, std::move(options)));
   RemoveStaleTemps(store->tmp_dir_);
   return store;
 }
 
-LocalObjectStore::LocalObjectStore(std::string root, LocalObjectStoreOptions options)
+LocalObjectStore::LocalObjectStore(std::string root, int root_fd, LocalObjectStoreOptions options)
     : root_(std::move(root)),
       objects_dir_(root_ + "/objects"),
       tmp_dir_(root_ + "/tmp"),
       tmp_nonce_(std::to_string(std::random_device{}() >> 1)),
-      syncer_(std::move(options.sync)) {}
+      root_fd_(root_fd),
+      syncer_(root_fd, std::move(options.barrier)) {}
+
+LocalObjectStore::~LocalObjectStore() { ::close(root_fd_); }
 
 Status LocalObjectStore::WriteTemp(const std::string& tmp, std::span<const uint8_t> data,
                                    std::string_view key) {
@@ -190,13 +193,15 @@ Status LocalObjectStore::WriteTemp(const std::string& tmp, std::span<const uint8
     }
     done += static_cast<size_t>(n);
   }
-  GEOFS_RETURN_IF_ERROR(syncer_.SyncData(fd.get(), context));
+  // Start write-back now, so the data is on its way while this Put waits
+  // for a barrier round (a hint; the barrier is what guarantees it).
+  ::sync_file_range(fd.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
   if (fd.Close() != 0) return Status::FromErrno(errno, context);
   return Status::Ok();
 }
 
-// Creates the missing directories above `path`, fsyncing the parent of each
-// new one so that the object's path survives a crash.
+// Creates the missing directories above `path`. They become durable with
+// the barrier that follows the rename.
 Status LocalObjectStore::MakeParents(const std::string& path, std::string_view key) {
   std::string context = KeyContext("put", key);
   size_t pos = objects_dir_.size();
@@ -204,9 +209,7 @@ Status LocalObjectStore::MakeParents(const std::string& path, std::string_view k
   while (pos < last) {
     size_t next = path.find('/', pos + 1);
     std::string dir = path.substr(0, next);
-    if (::mkdir(dir.c_str(), 0755) == 0) {
-      GEOFS_RETURN_IF_ERROR(syncer_.SyncDirectory(path.substr(0, pos), context));
-    } else if (errno != EEXIST) {
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
       if (errno == ENOTDIR) {
         return Status::InvalidArgument(context + ": a prefix of the key is stored as an object");
       }
@@ -217,29 +220,34 @@ Status LocalObjectStore::MakeParents(const std::string& path, std::string_view k
   return Status::Ok();
 }
 
+Status LocalObjectStore::RenameIntoPlace(const std::string& tmp, const std::string& path,
+                                         std::string_view key) {
+  int rc = ::rename(tmp.c_str(), path.c_str());
+  if (rc != 0 && errno == ENOENT) {
+    GEOFS_RETURN_IF_ERROR(MakeParents(path, key));
+    rc = ::rename(tmp.c_str(), path.c_str());
+  }
+  if (rc == 0) return Status::Ok();
+  if (errno == EISDIR || errno == ENOTDIR || errno == ENOTEMPTY || errno == EEXIST) {
+    return Status::InvalidArgument(KeyContext("put", key) +
+                                   ": the key is a prefix of stored objects, or has a prefix "
+                                   "stored as an object");
+  }
+  return Status::FromErrno(errno, KeyContext("put", key));
+}
+
 Status LocalObjectStore::Put(std::string_view key, std::span<const uint8_t> data) {
   GEOFS_RETURN_IF_ERROR(ValidateObjectKey(key));
+  const std::string context = KeyContext("put", key);
   std::string path = PathOf(key);
   std::string tmp = tmp_dir_ + "/" + std::to_string(::getpid()) + "." + tmp_nonce_ + "." +
                     std::to_string(tmp_counter_.fetch_add(1));
   Status s = WriteTemp(tmp, data, key);
-  if (s.ok()) {
-    int rc = ::rename(tmp.c_str(), path.c_str());
-    if (rc != 0 && errno == ENOENT) {
-      s = MakeParents(path, key);
-      if (s.ok()) rc = ::rename(tmp.c_str(), path.c_str());
-    }
-    if (s.ok() && rc != 0) {
-      if (errno == EISDIR || errno == ENOTDIR || errno == ENOTEMPTY || errno == EEXIST) {
-        s = Status::InvalidArgument(KeyContext("put", key) +
-                                    ": the key is a prefix of stored objects, or has a prefix "
-                                    "stored as an object");
-      } else {
-        s = Status::FromErrno(errno, KeyContext("put", key));
-      }
-    }
-    if (s.ok()) return syncer_.SyncDirectory(ParentOf(path), KeyContext("put", key));
-  }
+  // The data must be durable before the name can be: a crash must not leave
+  // a torn object at its final name.
+  if (s.ok()) s = syncer_.Barrier(context);
+  if (s.ok()) s = RenameIntoPlace(tmp, path, key);
+  if (s.ok()) return syncer_.Barrier(context);
   ::unlink(tmp.c_str());
   return s;
 }
@@ -293,7 +301,7 @@ Status LocalObjectStore::Delete(std::string_view key) {
     if (errno == ENOENT || errno == ENOTDIR || errno == EISDIR) return Status::Ok();
     return Status::FromErrno(errno, KeyContext("delete", key));
   }
-  return syncer_.SyncDirectory(ParentOf(path), KeyContext("delete", key));
+  return syncer_.Barrier(KeyContext("delete", key));
 }
 
 Result<ObjectListing> LocalObjectStore::List(std::string_view prefix, std::string_view page_token,

@@ -7,11 +7,16 @@
 //                   "chunks/ab/abcdef..." spread over 256 directories.
 //   tmp/            files being written; removed at Open once an hour old.
 //
-// Put writes tmp/<unique>, fdatasyncs it, renames it into place and fsyncs
-// the parent directory (and any directory it had to create), so an object is
-// durable and complete before Put returns, and a crash leaves either the old
-// or the new object. The syncs of concurrent Puts (and Deletes) are grouped
-// (SyncBatcher): a crowd of Puts costs a few journal commits, not two each.
+// Put writes tmp/<unique>, runs a file-system barrier (its data is durable),
+// renames it into place (creating missing directories), and runs a second
+// barrier (the new name, and any directory created, are durable). So an
+// object is durable and complete before Put returns, and a crash leaves
+// either the old or the new object at its name, never a torn one. Delete
+// unlinks, then runs a barrier. Barriers are syncfs(2) calls shared by every
+// concurrent Put and Delete (SyncBatcher): a crowd of Puts costs a few
+// journal commits in all, whatever directories they write to. The price: a
+// barrier also flushes whatever else is dirty on the same file system, so
+// put the store on a file system that is not busy with unrelated writes.
 //
 // Limits of the file-system mapping: a key component is at most 255 bytes
 // (kNameTooLong), and a key cannot be stored when it is also a "directory" of
@@ -31,13 +36,15 @@
 namespace geofs::object {
 
 struct LocalObjectStoreOptions {
-  // How each barrier syncs a file or directory (default: fdatasync/fsync).
-  // Tests pass one that records the calls.
-  SyncBatcher::SyncFn sync;
+  // How each barrier makes the file system durable (default: syncfs).
+  // Tests pass one that records what each barrier saw.
+  SyncBatcher::BarrierFn barrier;
 };
 
 class LocalObjectStore : public ObjectStore {
  public:
+  ~LocalObjectStore() override;
+
   // Opens the store rooted at `root`, creating the directories if needed.
   static Result<std::unique_ptr<LocalObjectStore>> Open(std::string_view root,
                                                         LocalObjectStoreOptions options = {});
@@ -55,10 +62,12 @@ class LocalObjectStore : public ObjectStore {
   std::string PathOf(std::string_view key) const { return objects_dir_ + "/" + std::string(key); }
 
  private:
-  LocalObjectStore(std::string root, LocalObjectStoreOptions options);
+  // REQUIRES: `root_fd` is open on `root`; the store closes it.
+  LocalObjectStore(std::string root, int root_fd, LocalObjectStoreOptions options);
 
   Status MakeParents(const std::string& path, std::string_view key);
   Status WriteTemp(const std::string& tmp, std::span<const uint8_t> data, std::string_view key);
+  Status RenameIntoPlace(const std::string& tmp, const std::string& path, std::string_view key);
 
   const std::string root_;
   const std::string objects_dir_;
@@ -67,6 +76,7 @@ class LocalObjectStore : public ObjectStore {
   // nonce keeps a reused pid from meeting a crashed writer's leftovers.
   const std::string tmp_nonce_;
   std::atomic<uint64_t> tmp_counter_{0};
+  const int root_fd_;  // names the file system for the barriers
   SyncBatcher syncer_;
 };
 

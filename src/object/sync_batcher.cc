@@ -1,20 +1,15 @@
 #include "object/sync_batcher.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <condition_variable>
-#include <map>
 #include <mutex>
 
 namespace geofs::object {
 
 struct SyncBatcher::Request {
-  Kind kind = Kind::kData;
-  int fd = -1;       // kData
-  std::string path;  // kDirectory
-  int error = 0;     // errno of the sync, 0 when it succeeded
+  int error = 0;  // errno of the barrier, 0 when it succeeded
   bool done = false;
 };
 
@@ -23,44 +18,25 @@ struct SyncBatcher::Shared {
   std::condition_variable cv;
   std::vector<Request*> queue;  // guarded by mu
   bool leader_active = false;   // guarded by mu
-  uint64_t batches = 0;         // guarded by mu
+  uint64_t rounds = 0;          // guarded by mu
 };
 
 namespace {
 
-int DefaultSync(int fd, SyncBatcher::Kind kind) {
-  const int rc = kind == SyncBatcher::Kind::kData ? ::fdatasync(fd) : ::fsync(fd);
-  return rc == 0 ? 0 : errno;
-}
-
-void DefaultWriteback(int fd) { ::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); }
+int DefaultBarrier(int fd) { return ::syncfs(fd) == 0 ? 0 : errno; }
 
 }  // namespace
 
-SyncBatcher::SyncBatcher(SyncFn sync, WritebackFn writeback)
-    : sync_(sync ? std::move(sync) : SyncFn(DefaultSync)),
-      writeback_(writeback ? std::move(writeback) : WritebackFn(DefaultWriteback)),
+SyncBatcher::SyncBatcher(int fd, BarrierFn barrier)
+    : fd_(fd),
+      barrier_(barrier ? std::move(barrier) : BarrierFn(DefaultBarrier)),
       shared_(std::make_unique<Shared>()) {}
 
 SyncBatcher::~SyncBatcher() = default;
 
-Status SyncBatcher::SyncData(int fd, std::string_view context) {
-  Request request;
-  request.kind = Kind::kData;
-  request.fd = fd;
-  return Submit(&request, context);
-}
-
-Status SyncBatcher::SyncDirectory(const std::string& path, std::string_view context) {
-  Request request;
-  request.kind = Kind::kDirectory;
-  request.path = path;
-  return Submit(&request, context);
-}
-
-uint64_t SyncBatcher::batches() const {
+uint64_t SyncBatcher::rounds() const {
   std::lock_guard lock(shared_->mu);
-  return shared_->batches;
+  return shared_->rounds;
 }
 
 size_t SyncBatcher::pending() const {
@@ -68,54 +44,33 @@ size_t SyncBatcher::pending() const {
   return shared_->queue.size();
 }
 
-Status SyncBatcher::Submit(Request* request, std::string_view context) {
+Status SyncBatcher::Barrier(std::string_view context) {
+  Request request;
   std::unique_lock lock(shared_->mu);
-  shared_->queue.push_back(request);
-  // A request queued while a leader runs waits for the next batch: the
-  // running one may have started its syncs before this caller's writes.
-  while (!request->done) {
+  shared_->queue.push_back(&request);
+  // A request queued while a leader runs waits for the next round: the
+  // running barrier may have started before this caller's writes.
+  while (!request.done) {
     if (shared_->leader_active) {
       shared_->cv.wait(lock);
       continue;
     }
     shared_->leader_active = true;
-    std::vector<Request*> batch;
-    batch.swap(shared_->queue);
+    std::vector<Request*> round;
+    round.swap(shared_->queue);
     lock.unlock();
-    RunBatch(batch);
+    const int error = barrier_(fd_);
     lock.lock();
-    for (Request* r : batch) r->done = true;
+    for (Request* r : round) {
+      r->error = error;
+      r->done = true;
+    }
     shared_->leader_active = false;
-    ++shared_->batches;
+    ++shared_->rounds;
     shared_->cv.notify_all();
   }
-  if (request->error != 0) return Status::FromErrno(request->error, context);
+  if (request.error != 0) return Status::FromErrno(request.error, context);
   return Status::Ok();
-}
-
-void SyncBatcher::RunBatch(const std::vector<Request*>& batch) {
-  // Data first: all write-backs in flight at once, then a wait on each.
-  for (Request* r : batch) {
-    if (r->kind == Kind::kData) writeback_(r->fd);
-  }
-  for (Request* r : batch) {
-    if (r->kind == Kind::kData) r->error = sync_(r->fd, Kind::kData);
-  }
-  std::map<std::string, std::vector<Request*>> dirs;
-  for (Request* r : batch) {
-    if (r->kind == Kind::kDirectory) dirs[r->path].push_back(r);
-  }
-  for (auto& [path, requests] : dirs) {
-    int error = 0;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-      error = errno;
-    } else {
-      error = sync_(fd, Kind::kDirectory);
-      ::close(fd);
-    }
-    for (Request* r : requests) r->error = error;
-  }
 }
 
 }  // namespace geofs::object

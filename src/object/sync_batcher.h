@@ -1,24 +1,31 @@
-// SyncBatcher: group commit for file-system durability barriers.
+// SyncBatcher: group commit for file-system-wide durability barriers.
 //
-// Each LocalObjectStore::Put needs two barriers (the temp file's data before
-// the rename, the directory entry after it). Done one caller at a time, every
-// barrier costs a journal commit and a device cache flush; concurrent Puts
-// (the hub stores a PutChunks batch on several threads, and several streams
-// at once) would pay for them in series. SyncBatcher queues the barriers of
-// concurrent callers and lets one of them, the leader, run the whole queue:
-// it starts write-back of every queued file, then waits for each. On ext4
-// and XFS the first fdatasync/fsync commits the journal transaction holding
-// every queued change, so the rest find it committed and return at once.
+// A LocalObjectStore::Put needs two barriers: the temp file's data must be
+// durable before its rename, and the new name durable before Put returns.
+// Per-file barriers (fdatasync of the file, fsync of its fan-out directory)
+// cost one journal commit and device cache flush each, and the directory
+// fsyncs of chunks spread over 256 directories cannot be shared. Instead, a
+// barrier here is one syncfs(2) of the whole file system: it writes back
+// every dirty file and directory on it and commits the journal once, so a
+// single call covers every Put in flight, whatever its directory.
 //
-// Contract: Sync* returns only after its own fd or directory was synced by
-// a call that started after Sync* was entered (so everything the caller wrote
-// before entering is covered), with that call's outcome. Thread-safe.
+// Concurrent callers are batched: a caller that finds no barrier running
+// becomes the leader and runs one barrier for everyone queued; callers that
+// arrive meanwhile queue for the next round. So the rounds of concurrent
+// Puts pipeline: one stream's "data before rename" barrier and another's
+// "name before return" barrier are the same syncfs.
+//
+// Contract: Barrier returns only after a barrier that started after Barrier
+// was entered (so it covers everything the caller wrote before entering)
+// has finished, with that barrier's outcome. syncfs reports a write-back
+// error of any file on the file system since the previous barrier (Linux
+// >= 5.8); every caller of that round gets it (conservative: the round's
+// callers cannot tell whose data failed). Thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,43 +35,33 @@ namespace geofs::object {
 
 class SyncBatcher {
  public:
-  enum class Kind {
-    kData,       // a regular file's data (fdatasync)
-    kDirectory,  // a directory's entries (fsync of the directory)
-  };
-  // Performs one sync: 0 or an errno. The default calls fdatasync or fsync;
-  // tests pass one that records the calls.
-  using SyncFn = std::function<int(int fd, Kind kind)>;
-  // Hint that `fd`'s dirty data should start going to the device now;
-  // the default calls sync_file_range(SYNC_FILE_RANGE_WRITE).
-  using WritebackFn = std::function<void(int fd)>;
+  // Makes everything written to the file system that holds `fd` durable:
+  // 0 or an errno. The default is syncfs(fd); tests pass one that records
+  // what the file system held at each barrier.
+  using BarrierFn = std::function<int(int fd)>;
 
-  explicit SyncBatcher(SyncFn sync = nullptr, WritebackFn writeback = nullptr);
+  // REQUIRES: `fd` (any open file or directory on the file system) stays
+  // open for the batcher's lifetime.
+  explicit SyncBatcher(int fd, BarrierFn barrier = nullptr);
   ~SyncBatcher();
   SyncBatcher(const SyncBatcher&) = delete;
   SyncBatcher& operator=(const SyncBatcher&) = delete;
 
-  // Makes the data of the regular file open as `fd` durable.
-  // REQUIRES: `fd` stays open until the call returns.
-  Status SyncData(int fd, std::string_view context);
-  // Makes the entries of directory `path` durable. Requests for the same
-  // directory in one batch share one fsync.
-  Status SyncDirectory(const std::string& path, std::string_view context);
+  // Makes everything the caller wrote to the file system before the call
+  // durable. Errors carry `context`.
+  Status Barrier(std::string_view context);
 
-  // Batches run so far (each a round of syncs by one leader).
-  uint64_t batches() const;
-  // Requests waiting for a leader to take them.
+  // Barriers run so far (one per round, however many callers it served).
+  uint64_t rounds() const;
+  // Callers waiting for a round to take them.
   size_t pending() const;
 
  private:
   struct Request;
   struct Shared;
 
-  Status Submit(Request* request, std::string_view context);
-  void RunBatch(const std::vector<Request*>& batch);
-
-  const SyncFn sync_;
-  const WritebackFn writeback_;
+  const int fd_;
+  const BarrierFn barrier_;
   std::unique_ptr<Shared> shared_;
 };
 

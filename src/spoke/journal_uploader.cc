@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -64,6 +65,13 @@ struct Prepared {
   std::vector<std::pair<chunk::ChunkId, Buffer>> chunks;  // slices of the window's data
 };
 
+// A window of a file and the newest write its release may drop.
+struct Window {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint64_t upto_seq = 0;
+};
+
 struct FileVersion {
   uint64_t version = 0;
   uint64_t size = 0;
@@ -76,8 +84,9 @@ Status JournalUploaderOptions::Validate() const {
   GEOFS_RETURN_IF_ERROR(chunker.Validate());
   GEOFS_RETURN_IF_ERROR(codec.Validate());
   if (window_bytes == 0) return Status::InvalidArgument("uploader: window_bytes must be positive");
-  if (workers < 1 || compress_threads < 1) {
-    return Status::InvalidArgument("uploader: workers and compress_threads must be at least 1");
+  if (workers < 1 || compress_threads < 1 || windows_in_flight < 1) {
+    return Status::InvalidArgument(
+        "uploader: workers, compress_threads and windows_in_flight must be at least 1");
   }
   if (poll_interval.count() <= 0 || first_backoff.count() <= 0 || max_backoff < first_backoff ||
       call_timeout.count() <= 0) {
@@ -130,6 +139,13 @@ class JournalUploader::Impl {
   std::optional<Job> NextJob(Clock::time_point now);
   Outcome UploadFile(const FileKey& file, bool whole);
   Outcome DiscardFile(const FileKey& file, const Status& why, Outcome out);
+  // The windows of `file`'s pending bytes that start at or after `from`:
+  // all of them if `whole`, else only full ones.
+  std::vector<Window> CutWindows(const FileKey& file, bool whole, uint64_t from) const;
+  // Prepare() and UploadChunks(): the window's commit parts, once every
+  // chunk they name is at the hub. Skipped (kAborted) once `abandon` is set.
+  Result<std::vector<CommitPart>> Stage(const FileKey& file, const Window& window,
+                                        const std::atomic<bool>& abandon);
   Result<Prepared> Prepare(const FileKey& file, uint64_t offset, uint64_t length) const;
   Status UploadChunks(const Prepared& prepared);
   // Commits `part`; on ABORTED re-commits `history` (this pass's earlier
@@ -259,23 +275,30 @@ JournalUploader::Impl::Outcome JournalUploader::Impl::DiscardFile(const FileKey&
   return out;
 }
 
+std::vector<Window> JournalUploader::Impl::CutWindows(const FileKey& file, bool whole,
+                                                      uint64_t from) const {
+  const std::optional<FilePending> pending = journal_->Pending(file);
+  if (!pending) return {};
+  std::vector<Window> windows;
+  const uint64_t wb = options_.window_bytes;
+  for (const PendingSpan& span : journal_->Spans(file)) {
+    for (uint64_t at = std::max(span.offset, from); at < span.offset + span.length;) {
+      const uint64_t window_end = std::min(at / wb * wb + wb, span.offset + span.length);
+      if (whole || window_end - at == wb) {
+        windows.push_back({at, window_end - at, pending->upto_seq});
+      }
+      at = window_end;
+    }
+  }
+  return windows;
+}
+
 JournalUploader::Impl::Outcome JournalUploader::Impl::UploadFile(const FileKey& file, bool whole) {
   Outcome out;
   const std::optional<FilePending> pending = journal_->Pending(file);
   if (!pending) return out;
   out.upto = pending->upto_seq;
-
-  // Windows: the pending spans cut at multiples of window_bytes; a partial
-  // pass takes only full windows.
-  std::vector<PendingSpan> windows;
-  const uint64_t wb = options_.window_bytes;
-  for (const PendingSpan& span : journal_->Spans(file)) {
-    for (uint64_t at = span.offset; at < span.offset + span.length;) {
-      const uint64_t window_end = std::min(at / wb * wb + wb, span.offset + span.length);
-      if (whole || window_end - at == wb) windows.push_back({at, window_end - at});
-      at = window_end;
-    }
-  }
+  std::vector<Window> windows = CutWindows(file, whole, 0);
   if (windows.empty()) return out;
   out.any_window = true;
 
@@ -302,29 +325,61 @@ JournalUploader::Impl::Outcome JournalUploader::Impl::UploadFile(const FileKey& 
     return out;
   }
 
-  // Window i + 1 is read, chunked and hashed while window i uploads.
-  std::vector<CommitPart> history;
-  auto prepare = [this, &file](const PendingSpan& w) {
-    return std::async(std::launch::async,
-                      [this, &file, w] { return Prepare(file, w.offset, w.length); });
+  struct Staging {
+    Window window;
+    std::future<Result<std::vector<CommitPart>>> parts;
   };
-  std::future<Result<Prepared>> next = prepare(windows[0]);
-  for (size_t i = 0; i < windows.size(); ++i) {
-    Result<Prepared> prepared = next.get();
-    if (i + 1 < windows.size()) next = prepare(windows[i + 1]);
-    s = prepared.ok() ? UploadChunks(*prepared) : prepared.status();
-    for (size_t k = 0; s.ok() && k < prepared->parts.size(); ++k) {
-      s = Commit(file, prepared->parts[k], &fv, &history);
+  std::deque<Staging> staging;  // in window order
+  std::atomic<bool> abandon{false};
+  size_t next = 0;
+  std::vector<CommitPart> history;
+  while (s.ok()) {
+    // A stream that keeps writing: its windows filled since the pass began
+    // join the pass, so the pipeline does not drain between passes.
+    if (!whole && next == windows.size() &&
+        staging.size() < static_cast<size_t>(options_.windows_in_flight)) {
+      const Window& last = windows.back();
+      for (const Window& w : CutWindows(file, false, last.offset + last.length)) {
+        windows.push_back(w);
+      }
     }
-    if (s.ok()) s = journal_->ReleaseRange(file, out.upto, windows[i].offset, windows[i].length);
-    if (!s.ok()) {
-      if (next.valid()) next.wait();
-      if (Gone(s)) return DiscardFile(file, s, out);
-      out.status = s;
-      return out;
+    while (next < windows.size() &&
+           staging.size() < static_cast<size_t>(options_.windows_in_flight)) {
+      const Window w = windows[next++];
+      staging.push_back({w, std::async(std::launch::async, [this, &file, w, &abandon] {
+                           return Stage(file, w, abandon);
+                         })});
     }
+    if (staging.empty()) break;
+    Result<std::vector<CommitPart>> parts = staging.front().parts.get();
+    s = parts.status();
+    if (s.ok() && Quitting()) s = Status::Unavailable("uploader stopping");
+    for (size_t k = 0; s.ok() && k < parts->size(); ++k) {
+      s = Commit(file, (*parts)[k], &fv, &history);
+    }
+    const Window& w = staging.front().window;
+    if (s.ok()) s = journal_->ReleaseRange(file, w.upto_seq, w.offset, w.length);
+    staging.pop_front();
+  }
+  if (!s.ok()) {
+    // Later windows may be uploaded but are never committed out of order.
+    abandon = true;
+    for (Staging& st : staging) st.parts.wait();
+    if (Gone(s)) return DiscardFile(file, s, out);
+    out.status = s;
   }
   return out;
+}
+
+Result<std::vector<CommitPart>> JournalUploader::Impl::Stage(const FileKey& file,
+                                                             const Window& window,
+                                                             const std::atomic<bool>& abandon) {
+  const Status abandoned = Status::Aborted("an earlier window of " + Name(file) + " failed");
+  if (abandon) return abandoned;
+  GEOFS_ASSIGN_OR_RETURN(Prepared prepared, Prepare(file, window.offset, window.length));
+  if (abandon) return abandoned;
+  GEOFS_RETURN_IF_ERROR(UploadChunks(prepared));
+  return std::move(prepared.parts);
 }
 
 Result<Prepared> JournalUploader::Impl::Prepare(const FileKey& file, uint64_t offset,

@@ -3,12 +3,18 @@
 //
 // For each file with pending writes: take the file's write lease (hook),
 // cut its pending bytes into windows aligned to multiples of window_bytes
-// (so that the same data cuts the same way however it was written), and for
-// each window, pipelined with the next window's preparation: read it from
-// the journal, cut it with the content-defined chunker, hash the chunks,
-// ask the hub which it lacks (FindMissingChunks), compress and upload only
-// those (PutChunks), replace the window's byte range in one CommitFile
-// checked against the file's version, and ReleaseRange() it.
+// (so that the same data cuts the same way however it was written), and
+// stage each window: read it from the journal, cut it with the
+// content-defined chunker, hash the chunks, ask the hub which it lacks
+// (FindMissingChunks), compress and upload only those (PutChunks). Up to
+// windows_in_flight windows stage at once, so the link stays busy across
+// the round trips of each window's calls and of the commits. Commits go
+// strictly in window order: window i's byte range is replaced in one
+// CommitFile checked against the file's version, and ReleaseRange()d, only
+// after windows 0..i-1 are committed and window i's chunks are all at the
+// hub (a later window whose upload finishes first waits). A window that
+// fails ends the pass: no later window is committed, and the journal keeps
+// everything not committed yet.
 //
 // When to upload: a file whose writes stopped `quiet_delay` ago, or that
 // is flushed, or everything while stopping, is uploaded whole; while writes
@@ -69,6 +75,14 @@ struct JournalUploaderOptions {
   // multiples of it in the file): one CommitFile and one journal release
   // each, and the unit of pipelining.
   uint64_t window_bytes = 32ull << 20;
+  // Windows of one file staged (read, hashed, compressed, uploaded) at
+  // once; memory is bounded by about twice windows_in_flight x window_bytes
+  // (the journal's data and its compressed form). The bytes in flight must
+  // cover the link's bandwidth-delay product several times over, and each
+  // window's round trips (FindMissingChunks, the end of PutChunks,
+  // CommitFile) must hide behind the other windows' transfers: 4 x 32 MiB
+  // keeps a 1 Gbit/s, 20 ms link busy (docs/benchmarks.md).
+  int windows_in_flight = 4;
   // Files uploaded at once.
   int workers = 2;
   // Threads hashing and compressing one window's chunks.

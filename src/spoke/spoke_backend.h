@@ -101,6 +101,9 @@ class SpokeBackend : public vfs::Backend {
   // cache, or else send an asynchronous hub request and return: none of them
   // waits, so the front end may run them on its network threads.
   bool QuickMetadata() const override { return true; }
+  // Read serves page-cache hits with non-blocking reads and sends cache
+  // misses to io_uring or the hub, calling back from their threads.
+  bool QuickReads() const override { return true; }
   Result<vfs::Handle> Root() override;
   void GetAttr(const vfs::Credentials& cred, const vfs::Handle& h,
                vfs::Callback<vfs::Attr> cb) override;

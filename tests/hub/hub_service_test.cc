@@ -616,6 +616,12 @@ TEST(GrpcStatusTest, RoundTripsEveryCode) {
   EXPECT_FALSE(CodeFromToken("no such token"));
 }
 
+TEST(GrpcStatusTest, GrpcsOwnResourceExhaustionIsRetryableNotAFullDisk) {
+  // What the sync server answers when every thread is busy: no geofs-code.
+  grpc::Status busy(grpc::StatusCode::RESOURCE_EXHAUSTED, "Server Threadpool Exhausted");
+  EXPECT_EQ(FromGrpcStatus(busy, nullptr).code(), StatusCode::kUnavailable);
+}
+
 }  // namespace
 }  // namespace geofs::hub
 

@@ -75,9 +75,11 @@ class LeaseManagerTest : public ::testing::Test {
     return leases_.OpenSession(spoke, "/data", previous, inbox.Fn());
   }
   std::future<Result<LeaseManager::ChangeGuard>> BeginAsync(std::vector<uint64_t> inos,
-                                                            uint64_t origin = 0) {
-    return std::async(std::launch::async,
-                      [this, inos, origin] { return leases_.BeginChange(inos, origin); });
+                                                            uint64_t origin = 0,
+                                                            std::vector<std::string> names = {}) {
+    return std::async(std::launch::async, [this, inos, origin, names] {
+      return leases_.BeginChange(inos, origin, names);
+    });
   }
 
   ManualClock clock_;
@@ -200,7 +202,7 @@ TEST_F(LeaseManagerTest, PendingChangeBlocksGrantsUntilItEnds) {
       << "inodes outside the change are unaffected";
   EXPECT_TRUE(leases_.Grant(sa, std::vector<uint64_t>{8}).ok());
   auto second_change = BeginAsync({7});
-  EXPECT_FALSE(Ready(second_change, kStillBlocked)) << "changes to one inode are exclusive";
+  EXPECT_FALSE(Ready(second_change, kStillBlocked)) << "a waiting grant holds off new changes";
   guard->End();
   // Either the grant goes first, and the second change revokes it (waiting
   // for the ack), or the second change goes first and the grant waits for
@@ -224,6 +226,87 @@ TEST_F(LeaseManagerTest, PendingChangeBlocksGrantsUntilItEnds) {
   second_guard->End();
   ASSERT_TRUE(Ready(grant, kPrompt));
   EXPECT_TRUE(grant.get().ok());
+}
+
+TEST_F(LeaseManagerTest, ChangesToOneInodeRunTogetherUnlessTheyShareAName) {
+  auto first = leases_.BeginChange(std::vector<uint64_t>{7}, 0, std::vector<std::string>{"7/a"});
+  ASSERT_TRUE(first.ok());
+  auto other_name = BeginAsync({7}, 0, {"7/b"});
+  ASSERT_TRUE(Ready(other_name, kPrompt)) << "another entry of the same directory";
+  auto same_name = BeginAsync({7, 9}, 0, {"7/b", "7/a"});
+  EXPECT_FALSE(Ready(same_name, kStillBlocked)) << "entry 7/a is held";
+  first->End();
+  EXPECT_FALSE(Ready(same_name, kStillBlocked)) << "entry 7/b is still held";
+  auto second = other_name.get();
+  ASSERT_TRUE(second.ok());
+  second->End();
+  ASSERT_TRUE(Ready(same_name, kPrompt));
+  EXPECT_TRUE(same_name.get().ok());
+}
+
+TEST_F(LeaseManagerTest, ALaterChangeWaitsForTheInvalidationsOfAnEarlierOne) {
+  Inbox a;
+  const uint64_t sa = Open(a);
+  ASSERT_TRUE(leases_.Grant(sa, std::vector<uint64_t>{7}).ok());
+  auto first = BeginAsync({7}, 0, {"7/a"});
+  auto inv = a.Get(0);
+  ASSERT_TRUE(inv);
+  // The first change already revoked the lease, so the second finds no
+  // holder; it must still not commit before the spoke dropped inode 7.
+  auto second = BeginAsync({7}, 0, {"7/b"});
+  EXPECT_FALSE(Ready(second, kStillBlocked));
+  EXPECT_FALSE(Ready(first, milliseconds(0)));
+  EXPECT_EQ(a.count(), 1u) << "one invalidation is enough";
+  leases_.Ack(sa, inv->seq);
+  ASSERT_TRUE(Ready(first, kPrompt));
+  ASSERT_TRUE(Ready(second, kPrompt));
+  EXPECT_TRUE(first.get().ok());
+  EXPECT_TRUE(second.get().ok());
+}
+
+TEST_F(LeaseManagerTest, AWaitingGrantHoldsOffNewChangesOfItsInodes) {
+  Inbox a;
+  const uint64_t sa = Open(a);
+  auto change = leases_.BeginChange(std::vector<uint64_t>{7}, 0, std::vector<std::string>{"7/a"});
+  ASSERT_TRUE(change.ok());
+  auto grant =
+      std::async(std::launch::async, [&] { return leases_.Grant(sa, std::vector<uint64_t>{7}); });
+  EXPECT_FALSE(Ready(grant, kStillBlocked));
+  auto later = BeginAsync({7}, 0, {"7/b"});
+  EXPECT_FALSE(Ready(later, kStillBlocked)) << "else a stream of changes starves the grant";
+  auto unrelated = BeginAsync({8}, 0, {"8/b"});
+  ASSERT_TRUE(Ready(unrelated, kPrompt));
+  change->End();
+  ASSERT_TRUE(Ready(grant, kPrompt));
+  EXPECT_TRUE(grant.get().ok());
+  // The later change now revokes the lease just granted.
+  auto inv = a.Get(0);
+  ASSERT_TRUE(inv);
+  EXPECT_EQ(inv->inos, std::vector<uint64_t>{7});
+  EXPECT_FALSE(Ready(later, kStillBlocked));
+  leases_.Ack(sa, inv->seq);
+  ASSERT_TRUE(Ready(later, kPrompt));
+  EXPECT_TRUE(later.get().ok());
+}
+
+TEST_F(LeaseManagerTest, GrantToOriginSkipsAnInodeAnotherOriginIsChanging) {
+  Inbox a, b;
+  const uint64_t sa = Open(a, "a"), sb = Open(b, "b");
+  {
+    auto mine = leases_.BeginChange(std::vector<uint64_t>{10}, sa, std::vector<std::string>{"x"});
+    auto theirs = leases_.BeginChange(std::vector<uint64_t>{10}, sb, std::vector<std::string>{"y"});
+    ASSERT_TRUE(mine.ok() && theirs.ok());
+    // b's change commits after a's reply: a's lease would miss it.
+    mine->GrantToOrigin(std::vector<uint64_t>{10});
+  }
+  EXPECT_EQ(leases_.Renew(sa, std::vector<uint64_t>{10}, {}), std::vector<uint64_t>{10});
+  {
+    auto one = leases_.BeginChange(std::vector<uint64_t>{10}, sa, std::vector<std::string>{"x"});
+    auto two = leases_.BeginChange(std::vector<uint64_t>{10}, sa, std::vector<std::string>{"y"});
+    ASSERT_TRUE(one.ok() && two.ok());
+    one->GrantToOrigin(std::vector<uint64_t>{10});  // only a's own changes are pending
+  }
+  EXPECT_TRUE(leases_.Renew(sa, std::vector<uint64_t>{10}, {}).empty());
 }
 
 TEST_F(LeaseManagerTest, GrantWaitIsBounded) {

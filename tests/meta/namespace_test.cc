@@ -849,6 +849,88 @@ TYPED_TEST(NamespaceTest, GarbageCollectionSkipsChunksReusedDuringThePass) {
   this->ExpectClean();
 }
 
+TYPED_TEST(NamespaceTest, CollectOrphanDeletesOnlyChunksWithoutARecord) {
+  const WallTime stored_at = this->clock_.WallNow();
+  std::vector<ChunkId> deleted;
+  auto delete_ok = [&](const ChunkId& id) {
+    deleted.push_back(id);
+    return Status::Ok();
+  };
+  // A writer registered it (its upload may be in flight): never an orphan.
+  this->Register({{Id(1), 10}});
+  auto known = this->ns_->CollectOrphan(Id(1), 10, stored_at, delete_ok);
+  ASSERT_TRUE(known.ok()) << known.status().ToString();
+  EXPECT_FALSE(*known);
+  EXPECT_TRUE(deleted.empty());
+  EXPECT_FALSE((*this->ns_->GetChunk(Id(1)))->collecting);
+
+  // Unknown to the namespace: deleted, and forgotten again.
+  auto orphan = this->ns_->CollectOrphan(Id(2), 20, stored_at, delete_ok);
+  ASSERT_TRUE(orphan.ok()) << orphan.status().ToString();
+  EXPECT_TRUE(*orphan);
+  EXPECT_EQ(deleted, std::vector<ChunkId>{Id(2)});
+  EXPECT_FALSE(this->ns_->GetChunk(Id(2))->has_value());
+  this->ExpectClean();
+
+  // The delete fails: the orphan stays marked, no writer can register it,
+  // and the next CollectGarbage pass (it is older than the grace) retries.
+  auto failed = this->ns_->CollectOrphan(Id(3), 30, stored_at,
+                                         [](const ChunkId&) { return Status::IoError("down"); });
+  EXPECT_EQ(CodeOf(failed), StatusCode::kIoError);
+  EXPECT_TRUE((*this->ns_->GetChunk(Id(3)))->collecting);
+  EXPECT_EQ(CodeOf(this->ns_->RegisterChunks(std::vector<ChunkRef>{{Id(3), 30}})),
+            StatusCode::kUnavailable);
+  this->ExpectClean();
+  const auto grace = std::chrono::hours(1);
+  this->clock_.Advance(grace);
+  deleted.clear();
+  auto r = this->ns_->CollectGarbage(this->clock_.WallNow(), grace, delete_ok);
+  ASSERT_TRUE(r.ok());
+  std::sort(deleted.begin(), deleted.end());
+  EXPECT_EQ(deleted, (std::vector<ChunkId>{Id(1), Id(3)}));
+  EXPECT_FALSE(this->ns_->GetChunk(Id(3))->has_value());
+  auto stats = this->ns_->Stats();
+  EXPECT_EQ(stats->chunks, 0u);
+  EXPECT_EQ(stats->unreferenced_chunks, 0u);
+  EXPECT_EQ(stats->unreferenced_bytes, 0u);
+  this->ExpectClean();
+}
+
+// Counts the writes that asked for durability and the syncs.
+class SyncCountingKvStore : public KvStoreWrapper {
+ public:
+  using KvStoreWrapper::KvStoreWrapper;
+  Status Sync() override {
+    ++syncs;
+    return KvStoreWrapper::Sync();
+  }
+  int syncs = 0;
+  int synced_writes = 0;
+
+ protected:
+  Status DoWrite(const WriteBatch& batch, bool sync) override {
+    if (sync) ++synced_writes;
+    return KvStoreWrapper::DoWrite(batch, sync);
+  }
+};
+
+TEST(NamespaceRegistrationTest, AnUnsyncedRegistrationWaitsForTheNextSyncedChange) {
+  MemoryKvStore memory;
+  SyncCountingKvStore store(&memory);
+  auto ns = Namespace::Open(&store);
+  ASSERT_TRUE(ns.ok());
+  store.syncs = store.synced_writes = 0;
+  ASSERT_TRUE((*ns)->RegisterChunks(std::vector<ChunkRef>{{Id(1), 10}}, /*sync=*/false).ok());
+  EXPECT_EQ(store.syncs + store.synced_writes, 0);
+  // Applied all the same: it protects the chunk in this process.
+  auto c = (*ns)->GetChunk(Id(1));
+  ASSERT_TRUE(c.ok() && c->has_value());
+  EXPECT_EQ((*c)->size, 10u);
+  // The default registration, and every other change, syncs.
+  ASSERT_TRUE((*ns)->RegisterChunks(std::vector<ChunkRef>{{Id(2), 10}}).ok());
+  EXPECT_GE(store.syncs + store.synced_writes, 1);
+}
+
 TYPED_TEST(NamespaceTest, FsckFindsInjectedInconsistencies) {
   const vfs::Entry d = this->Mkdir(this->root_, "d");
   const vfs::Entry f = this->Create(d.handle, "f");

@@ -730,5 +730,35 @@ TEST(NfsProgramInlineTest, ChangesRunInlineOnlyWhenEveryBackendSaysTheyAreQuick)
   EXPECT_TRUE(runs_inline(mixed, NfsProc::kGetattr));
 }
 
+// One whose reads never wait (a cache answering hits at once).
+class QuickReadsBackend : public QuickBackend {
+ public:
+  bool QuickReads() const override { return true; }
+};
+
+TEST(NfsProgramInlineTest, ReadsRunInlineOnlyWhenEveryBackendSaysTheyAreQuick) {
+  auto runs_inline = [](const NfsProgram& p, NfsProc proc) {
+    rpc::CallContext ctx;
+    ctx.procedure = static_cast<uint32_t>(proc);
+    return p.RunsInline(ctx);
+  };
+  HandleCodec codec(HandleCodec::RandomKey());
+  QuickReadsBackend quick_reads;
+  QuickBackend quick_metadata;
+  ExportOptions options;
+  options.path = "/reads";
+  ExportTable exports;
+  ASSERT_TRUE(exports.Add(options, &quick_reads).ok());
+  NfsProgram program(&exports, &codec);
+  EXPECT_TRUE(runs_inline(program, NfsProc::kRead));
+  EXPECT_FALSE(runs_inline(program, NfsProc::kWrite));
+  EXPECT_FALSE(runs_inline(program, NfsProc::kCreate));
+
+  options.path = "/other";
+  ASSERT_TRUE(exports.Add(options, &quick_metadata).ok());
+  NfsProgram mixed(&exports, &codec);
+  EXPECT_FALSE(runs_inline(mixed, NfsProc::kRead)) << "the other export's reads may block";
+}
+
 }  // namespace
 }  // namespace geofs::nfs3::testing

@@ -1,18 +1,18 @@
-// SyncBatcher groups concurrent durability barriers; LocalObjectStore relies
-// on it to order a Put's syncs: data synced before the rename, the directory
-// synced after it, both before Put returns.
+// SyncBatcher groups concurrent file-system barriers; LocalObjectStore relies
+// on it to order a Put: data durable before the rename, the new name durable
+// before Put returns.
 #include "object/sync_batcher.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <vector>
 
@@ -49,99 +49,98 @@ void WaitFor(const std::function<bool()>& done) {
   while (!done()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
-TEST(SyncBatcherTest, WaitersQueuedDuringASyncShareTheNextBatch) {
+TEST(SyncBatcherTest, WaitersQueuedDuringABarrierShareTheNextOne) {
   Gate gate;
-  std::atomic<int> syncs{0};
-  SyncBatcher batcher([&](int, SyncBatcher::Kind) {
-    if (syncs.fetch_add(1) == 0) gate.Wait();  // the first leader stalls
+  std::atomic<int> barriers{0};
+  SyncBatcher batcher(0, [&](int) {
+    if (barriers.fetch_add(1) == 0) gate.Wait();  // the first leader stalls
     return 0;
   });
-  std::jthread first([&] { EXPECT_TRUE(batcher.SyncData(0, "first").ok()); });
-  WaitFor([&] { return syncs.load() == 1; });
+  std::jthread first([&] { EXPECT_TRUE(batcher.Barrier("first").ok()); });
+  WaitFor([&] { return barriers.load() == 1; });
 
   constexpr int kWaiters = 8;
   std::vector<std::jthread> waiters;
   for (int i = 0; i < kWaiters; ++i) {
-    waiters.emplace_back([&, i] { EXPECT_TRUE(batcher.SyncData(i + 1, "waiter").ok()); });
+    waiters.emplace_back([&] { EXPECT_TRUE(batcher.Barrier("waiter").ok()); });
   }
   WaitFor([&] { return batcher.pending() == kWaiters; });
   gate.Open();
   first.join();
   waiters.clear();  // joins
 
-  EXPECT_EQ(syncs.load(), 1 + kWaiters);  // every request synced
-  EXPECT_EQ(batcher.batches(), 2u);       // in two rounds
+  EXPECT_EQ(barriers.load(), 2);  // one for the first caller, one for all the rest
+  EXPECT_EQ(batcher.rounds(), 2u);
 }
 
-TEST(SyncBatcherTest, ARequestIsNeverAnsweredByASyncThatStartedBeforeIt) {
-  // The sync in progress when a request arrives may have missed the
-  // caller's writes: the request must get a sync of its own.
+TEST(SyncBatcherTest, ACallerIsNeverAnsweredByABarrierThatStartedBeforeIt) {
+  // The barrier in progress when a caller arrives may have missed the
+  // caller's writes: the caller must wait for one of its own.
   Gate gate;
-  std::atomic<int> syncs{0};
-  std::atomic<int> second_request_synced{0};
-  SyncBatcher batcher([&](int fd, SyncBatcher::Kind) {
-    if (syncs.fetch_add(1) == 0) gate.Wait();
-    if (fd == 2) ++second_request_synced;
+  std::atomic<int> barriers{0};
+  SyncBatcher batcher(0, [&](int) {
+    if (barriers.fetch_add(1) == 0) gate.Wait();
     return 0;
   });
-  std::jthread first([&] { EXPECT_TRUE(batcher.SyncData(1, "first").ok()); });
-  WaitFor([&] { return syncs.load() == 1; });
+  std::jthread first([&] { EXPECT_TRUE(batcher.Barrier("first").ok()); });
+  WaitFor([&] { return barriers.load() == 1; });
   std::atomic<bool> second_done{false};
   std::jthread second([&] {
-    EXPECT_TRUE(batcher.SyncData(2, "second").ok());
+    EXPECT_TRUE(batcher.Barrier("second").ok());
     second_done = true;
   });
   WaitFor([&] { return batcher.pending() == 1; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_FALSE(second_done.load());
   gate.Open();
   second.join();
-  EXPECT_EQ(second_request_synced.load(), 1);
+  EXPECT_EQ(barriers.load(), 2);
 }
 
-TEST(SyncBatcherTest, ErrorsGoToTheRequestThatFailedAndNameIt) {
-  SyncBatcher batcher([](int fd, SyncBatcher::Kind) { return fd == 7 ? EIO : 0; });
-  EXPECT_TRUE(batcher.SyncData(3, "put good").ok());
-  Status bad = batcher.SyncData(7, "put bad");
+TEST(SyncBatcherTest, ABarrierErrorGoesToEveryCallerOfItsRoundNamingEach) {
+  std::atomic<bool> fail{false};
+  SyncBatcher batcher(0, [&](int) { return fail.load() ? EIO : 0; });
+  EXPECT_TRUE(batcher.Barrier("put good").ok());
+  fail = true;
+  Status bad = batcher.Barrier("put bad");
   EXPECT_EQ(bad.code(), StatusCode::kIoError) << bad.ToString();
   EXPECT_NE(bad.ToString().find("put bad"), std::string::npos) << bad.ToString();
+  fail = false;
+  EXPECT_TRUE(batcher.Barrier("put again").ok());
 }
 
-TEST(SyncBatcherTest, DirectoriesAreOpenedAndFsynced) {
+TEST(SyncBatcherTest, TheDefaultBarrierSyncsTheFileSystemOfTheFd) {
   TempDir dir;
-  std::vector<SyncBatcher::Kind> kinds;
-  std::vector<bool> were_dirs;
-  SyncBatcher batcher([&](int fd, SyncBatcher::Kind kind) {
-    struct stat st;
-    were_dirs.push_back(::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode));
-    kinds.push_back(kind);
-    return 0;
-  });
-  ASSERT_TRUE(batcher.SyncDirectory(dir.path(), "dir").ok());
-  ASSERT_EQ(kinds.size(), 1u);
-  EXPECT_EQ(kinds[0], SyncBatcher::Kind::kDirectory);
-  EXPECT_TRUE(were_dirs[0]);
-  EXPECT_FALSE(batcher.SyncDirectory(dir.path() + "/missing", "gone").ok());
+  const int fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  {
+    SyncBatcher batcher(fd);
+    EXPECT_TRUE(batcher.Barrier("real").ok());
+  }
+  ::close(fd);
+  SyncBatcher bad(-1);  // syncfs fails, and so does the call
+  Status s = bad.Barrier("no fd");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("no fd"), std::string::npos) << s.ToString();
 }
 
-// What a recording syncer saw at the moment of one sync.
-struct SyncEvent {
-  SyncBatcher::Kind kind;
-  std::string path;               // what the fd named then
-  std::string content;            // kData: the file's bytes
-  std::set<std::string> entries;  // kDirectory: the names it held
-  bool object_visible = false;    // kData: whether the key's file existed
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// What the store's directories held at the moment of one barrier.
+struct BarrierEvent {
+  std::map<std::string, std::string> temps;  // name -> bytes, under tmp/
+  bool object_visible = false;               // the watched key's file existed
+  std::string object;                        // and held these bytes
 };
-
-std::string PathOfFd(int fd) {
-  std::error_code ec;
-  return fs::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
-}
 
 class RecordingStore {
  public:
-  explicit RecordingStore(const std::string& root) {
+  explicit RecordingStore(const std::string& root) : root_(root) {
     LocalObjectStoreOptions options;
-    options.sync = [this](int fd, SyncBatcher::Kind kind) { return Record(fd, kind); };
+    options.barrier = [this](int fd) { return Record(fd); };
     auto opened = LocalObjectStore::Open(root, options);
     EXPECT_TRUE(opened.ok()) << opened.status().ToString();
     store_ = std::move(*opened);
@@ -149,122 +148,134 @@ class RecordingStore {
 
   LocalObjectStore& store() { return *store_; }
   void WatchKey(const std::string& key) { watched_path_ = store_->PathOf(key); }
-  std::vector<SyncEvent> events() {
+  std::vector<BarrierEvent> events() {
     std::lock_guard lock(mu_);
     return events_;
   }
-  void FailDataSyncs() { fail_data_ = true; }
-
- private:
-  int Record(int fd, SyncBatcher::Kind kind) {
-    SyncEvent e{kind, PathOfFd(fd), {}, {}, false};
-    if (kind == SyncBatcher::Kind::kData) {
-      // The store's fd is write-only: read the file through its path.
-      std::ifstream in(e.path, std::ios::binary);
-      e.content.assign(std::istreambuf_iterator<char>(in), {});
-      e.object_visible = !watched_path_.empty() && fs::exists(watched_path_);
-    } else {
-      for (const auto& entry : fs::directory_iterator(e.path)) {
-        e.entries.insert(entry.path().filename().string());
-      }
-    }
+  // Fails barrier number `n` (0-based) with EIO.
+  void FailBarrier(int n) { fail_at_ = n; }
+  // The fd every barrier got, for checking it names the store's root.
+  std::string barrier_fd_path() {
     std::lock_guard lock(mu_);
-    events_.push_back(std::move(e));
-    return kind == SyncBatcher::Kind::kData && fail_data_ ? EIO : 0;
+    return fd_path_;
   }
 
+ private:
+  int Record(int fd) {
+    BarrierEvent e;
+    for (const auto& entry : fs::directory_iterator(root_ + "/tmp")) {
+      e.temps[entry.path().filename().string()] = ReadFile(entry.path());
+    }
+    e.object_visible = !watched_path_.empty() && fs::exists(watched_path_);
+    if (e.object_visible) e.object = ReadFile(watched_path_);
+    std::error_code ec;
+    std::lock_guard lock(mu_);
+    fd_path_ = fs::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
+    events_.push_back(std::move(e));
+    return static_cast<int>(events_.size()) - 1 == fail_at_ ? EIO : 0;
+  }
+
+  const std::string root_;
   std::unique_ptr<LocalObjectStore> store_;
   std::string watched_path_;
-  std::atomic<bool> fail_data_{false};
+  std::atomic<int> fail_at_{-1};
   std::mutex mu_;
-  std::vector<SyncEvent> events_;
+  std::vector<BarrierEvent> events_;
+  std::string fd_path_;
 };
 
-TEST(LocalObjectStoreSyncTest, DataIsSyncedBeforeTheRenameAndDirectoriesAfter) {
+TEST(LocalObjectStoreBarrierTest, DataIsDurableBeforeTheRenameAndTheNameBeforePutReturns) {
   TempDir dir;
   RecordingStore rec(dir.path());
   rec.WatchKey("chunks/ab/abc");
   ASSERT_TRUE(rec.store().Put("chunks/ab/abc", Bytes("payload")).ok());
 
-  const std::vector<SyncEvent> events = rec.events();
-  const std::string objects = dir.path() + "/objects";
-  // 1. the temp file, complete, while the key is not yet visible;
-  ASSERT_GE(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, SyncBatcher::Kind::kData);
-  EXPECT_TRUE(events[0].path.starts_with(dir.path() + "/tmp/")) << events[0].path;
-  EXPECT_EQ(events[0].content, "payload");
+  std::vector<BarrierEvent> events = rec.events();
+  ASSERT_EQ(events.size(), 2u);
+  // 1. the complete temp file, while the key is not yet visible;
+  ASSERT_EQ(events[0].temps.size(), 1u);
+  EXPECT_EQ(events[0].temps.begin()->second, "payload");
   EXPECT_FALSE(events[0].object_visible);
-  // 2. each directory that had to be created, synced in its parent after
-  // the mkdir, and finally the object's own directory holding the new name.
-  auto synced_holding = [&](const std::string& path, const std::string& name) {
-    for (size_t i = 1; i < events.size(); ++i) {
-      if (events[i].kind == SyncBatcher::Kind::kDirectory && events[i].path == path &&
-          events[i].entries.count(name)) {
-        return true;
-      }
-    }
-    return false;
-  };
-  EXPECT_TRUE(synced_holding(objects, "chunks"));
-  EXPECT_TRUE(synced_holding(objects + "/chunks", "ab"));
-  EXPECT_TRUE(synced_holding(objects + "/chunks/ab", "abc"));
-  EXPECT_EQ(events.back().path, objects + "/chunks/ab");
+  // 2. the key in place (with the directories created for it), temp gone.
+  EXPECT_TRUE(events[1].temps.empty());
+  EXPECT_TRUE(events[1].object_visible);
+  EXPECT_EQ(events[1].object, "payload");
+  EXPECT_EQ(rec.barrier_fd_path(), dir.path());
 
-  // Overwriting an existing key: same order, no directories to create.
-  const size_t before = events.size();
+  // Overwriting an existing key: the old object stays until the new bytes
+  // are durable.
   ASSERT_TRUE(rec.store().Put("chunks/ab/abc", Bytes("second")).ok());
-  const std::vector<SyncEvent> more = rec.events();
-  ASSERT_EQ(more.size(), before + 2);
-  EXPECT_EQ(more[before].kind, SyncBatcher::Kind::kData);
-  EXPECT_EQ(more[before].content, "second");
-  EXPECT_EQ(more[before + 1].kind, SyncBatcher::Kind::kDirectory);
-  EXPECT_EQ(more[before + 1].path, objects + "/chunks/ab");
+  events = rec.events();
+  ASSERT_EQ(events.size(), 4u);
+  ASSERT_EQ(events[2].temps.size(), 1u);
+  EXPECT_EQ(events[2].temps.begin()->second, "second");
+  EXPECT_EQ(events[2].object, "payload");
+  EXPECT_EQ(events[3].object, "second");
 }
 
-TEST(LocalObjectStoreSyncTest, AFailedDataSyncFailsThePutAndStoresNothing) {
+TEST(LocalObjectStoreBarrierTest, AFailedDataBarrierFailsThePutAndStoresNothing) {
   TempDir dir;
   RecordingStore rec(dir.path());
-  rec.FailDataSyncs();
+  rec.FailBarrier(0);
   Status s = rec.store().Put("k", Bytes("never durable"));
   EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
   EXPECT_NE(s.ToString().find("put k"), std::string::npos) << s.ToString();
+  EXPECT_EQ(rec.events().size(), 1u);  // never renamed, so no second barrier
   EXPECT_EQ(rec.store().Head("k").status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(fs::is_empty(dir.path() + "/tmp"));
 }
 
-TEST(LocalObjectStoreSyncTest, ConcurrentPutsShareSyncsAndAllLand) {
+TEST(LocalObjectStoreBarrierTest, AFailedNameBarrierFailsThePut) {
   TempDir dir;
-  std::atomic<int> syncs{0};
+  RecordingStore rec(dir.path());
+  rec.FailBarrier(1);
+  Status s = rec.store().Put("k", Bytes("maybe not durable"));
+  EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
+  EXPECT_NE(s.ToString().find("put k"), std::string::npos) << s.ToString();
+}
+
+TEST(LocalObjectStoreBarrierTest, DeleteIsDurableBeforeItReturns) {
+  TempDir dir;
+  RecordingStore rec(dir.path());
+  rec.WatchKey("d/k");
+  ASSERT_TRUE(rec.store().Put("d/k", Bytes("x")).ok());
+  ASSERT_TRUE(rec.store().Delete("d/k").ok());
+  std::vector<BarrierEvent> events = rec.events();
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_FALSE(events[2].object_visible);
+}
+
+TEST(LocalObjectStoreBarrierTest, ConcurrentPutsShareBarriersAndAllLand) {
+  TempDir dir;
+  std::atomic<int> barriers{0};
   LocalObjectStoreOptions options;
-  options.sync = [&](int, SyncBatcher::Kind) {
-    ++syncs;
-    // A slow device: barriers pile up behind the one in progress.
+  options.barrier = [&](int) {
+    ++barriers;
+    // A slow device: Puts pile up behind the barrier in progress.
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     return 0;
   };
   auto store = LocalObjectStore::Open(dir.path(), options);
   ASSERT_TRUE(store.ok());
-  ASSERT_TRUE((*store)->Put("d/seed", Bytes("x")).ok());  // creates d/
-  const int before = syncs.load();
 
   constexpr int kThreads = 16;
   {
     std::vector<std::jthread> threads;
     for (int i = 0; i < kThreads; ++i) {
       threads.emplace_back([&, i] {
-        EXPECT_TRUE((*store)->Put("d/" + std::to_string(i), Bytes(std::to_string(i))).ok());
+        // Keys in different fan-out directories share barriers too.
+        const std::string key = "d" + std::to_string(i) + "/k";
+        EXPECT_TRUE((*store)->Put(key, Bytes(std::to_string(i))).ok());
       });
     }
   }
   for (int i = 0; i < kThreads; ++i) {
-    auto got = (*store)->Get("d/" + std::to_string(i));
+    auto got = (*store)->Get("d" + std::to_string(i) + "/k");
     ASSERT_TRUE(got.ok());
     EXPECT_EQ(got->view(), std::to_string(i));
   }
-  // Every file's data was synced; the shared directory once per batch.
-  const int used = syncs.load() - before;
-  EXPECT_GE(used, kThreads + 1);
-  EXPECT_LT(used, 2 * kThreads);
+  EXPECT_GE(barriers.load(), 2);
+  EXPECT_LT(barriers.load(), kThreads);
 }
 
 }  // namespace

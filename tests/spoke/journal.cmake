@@ -6,3 +6,8 @@ geofs_add_test(journal_uploader_test
   SOURCES journal_uploader_test.cc
   LIBS geofs_spoke_journal geofs_test_hub
   LABELS integration)
+
+# The uploader's window pipeline against an in-process recording hub.
+geofs_add_test(journal_uploader_pipeline_test
+  SOURCES journal_uploader_pipeline_test.cc
+  LIBS geofs_spoke_journal)
