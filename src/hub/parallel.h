@@ -2,7 +2,7 @@
 // first error; after an error no new item starts.
 //
 // The threads are the caller's and helpers from one process-wide pool of
-// persistent threads (WorkerPool::Shared()), so a call creates no thread:
+// persistent threads (SharedWorkerPool()), so a call creates no thread:
 // it cannot fail when the system is out of threads, and a burst of calls
 // (one per PutChunks batch, per file...) does not pay for thread start-up.
 // The caller always works too, so the call makes progress even when every
@@ -20,72 +20,21 @@
 #include <thread>
 #include <vector>
 
+#include "common/worker_pool.h"
 #include "geofs/status.h"
 
 namespace geofs::hub {
 
-// A fixed set of threads running submitted tasks in FIFO order.
-// Thread-safe.
-class WorkerPool {
- public:
-  explicit WorkerPool(size_t threads) {
-    for (size_t i = 0; i < threads; ++i) {
-      threads_.emplace_back([this] { Loop(); });
-    }
-  }
-  // Runs the tasks already queued, then joins the threads.
-  ~WorkerPool() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    threads_.clear();
-  }
-  WorkerPool(const WorkerPool&) = delete;
-  WorkerPool& operator=(const WorkerPool&) = delete;
+using geofs::WorkerPool;
 
-  void Submit(std::function<void()> task) {
-    {
-      std::lock_guard lock(mu_);
-      tasks_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-  }
-
-  size_t size() const { return threads_.size(); }
-
-  // The pool ParallelFor draws helpers from, created at first use with
-  // kSharedThreads threads and never destroyed (so no call can outlive it).
-  static WorkerPool& Shared() {
-    static WorkerPool* const pool = new WorkerPool(kSharedThreads);
-    return *pool;
-  }
-
- private:
-  // Enough for several concurrent PutChunks streams and fsck walks, whose
-  // items mostly wait on I/O; bounded, unlike a thread per item.
-  static constexpr size_t kSharedThreads = 32;
-
-  void Loop() {
-    std::unique_lock lock(mu_);
-    while (true) {
-      cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;  // stopping, and nothing left to run
-      std::function<void()> task = std::move(tasks_.front());
-      tasks_.pop_front();
-      lock.unlock();
-      task();
-      lock.lock();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;  // guarded by mu_
-  bool stopping_ = false;                    // guarded by mu_
-  std::vector<std::jthread> threads_;        // last: started after the rest
-};
+// The pool ParallelFor draws helpers from: created at first use and never
+// destroyed (so no call can outlive it). Enough threads for several
+// concurrent PutChunks streams and fsck walks, whose items mostly wait on
+// I/O; bounded, unlike a thread per item.
+inline WorkerPool& SharedWorkerPool() {
+  static WorkerPool* const pool = new WorkerPool(32);
+  return *pool;
+}
 
 namespace internal {
 
@@ -139,7 +88,7 @@ Status ParallelFor(size_t n, int threads, Fn fn) {
   auto state = std::make_shared<internal::ParallelState>(n, &call);
   const size_t helpers = std::min(n, static_cast<size_t>(std::max(threads, 1))) - 1;
   for (size_t t = 0; t < helpers; ++t) {
-    WorkerPool::Shared().Submit([state] { state->Work(); });
+    SharedWorkerPool().Submit([state] { state->Work(); });
   }
   state->Work();
   return state->Wait();

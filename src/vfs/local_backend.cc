@@ -397,8 +397,10 @@ class LocalBackend::Fs {
     return ReadLinkReply{std::string(buf, static_cast<size_t>(n)), ToAttr(st)};
   }
 
+  // With `nowait`, a read that would wait for the disk reads nothing and
+  // sets *would_block instead (the reply is then meaningless).
   Result<ReadReply> Read(const Credentials& cred, const Handle& h, uint64_t offset,
-                         uint32_t count) {
+                         uint32_t count, bool nowait = false, bool* would_block = nullptr) {
     GEOFS_ASSIGN_OR_RETURN(auto f, OpenHandle(h, Need::kRead));
     GEOFS_ASSIGN_OR_RETURN(struct stat st, LiveStat(h, *f));
     ReadReply reply;
@@ -408,15 +410,33 @@ class LocalBackend::Fs {
     const uint64_t want = offset >= size ? 0 : std::min<uint64_t>(count, size - offset);
     reply.eof = offset + want >= size;
     // Cached data leaves through sendfile, without a copy into memory;
-    // anything else is read here, on a worker, so the network thread that
-    // sends it never waits on the disk. Small reads are cheaper copied.
-    if (want >= kSendfileMinBytes && RangeInPageCache(f->fd(), offset, want)) {
-      reply.file = FileRange{f, f->fd(), offset, want};
-      return reply;
+    // anything else is read into memory by a thread that may wait, so the
+    // network thread that sends it never waits on the disk. Small reads are
+    // cheaper copied.
+    if (want >= kSendfileMinBytes) {
+      if (RangeInPageCache(f->fd(), offset, want)) {
+        reply.file = FileRange{f, f->fd(), offset, want};
+        return reply;
+      }
+      if (nowait) {
+        *would_block = true;
+        return reply;
+      }
     }
     uint8_t* out;
     reply.data = Buffer::Allocate(want, &out);
     uint64_t done = 0;
+    if (nowait && want > 0) {
+      // All or nothing: a partly cached range, a file that shrank, or a
+      // file system without RWF_NOWAIT goes to the blocking path.
+      iovec iov{out, want};
+      ssize_t n = ::preadv2(f->fd(), &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+      if (n != static_cast<ssize_t>(want)) {
+        *would_block = true;
+        return reply;
+      }
+      done = want;
+    }
     while (done < want) {
       ssize_t n = ::pread(f->fd(), out + done, want - done, static_cast<off_t>(offset + done));
       if (n < 0 && errno == EINTR) continue;
@@ -1207,10 +1227,12 @@ class LocalBackend::Fs {
 Result<std::unique_ptr<LocalBackend>> LocalBackend::Open(const std::string& root_dir,
                                                          LocalBackendOptions options) {
   GEOFS_ASSIGN_OR_RETURN(std::unique_ptr<Fs> fs, Fs::Open(root_dir, options));
-  return std::unique_ptr<LocalBackend>(new LocalBackend(std::move(fs)));
+  return std::unique_ptr<LocalBackend>(new LocalBackend(std::move(fs), options.read_threads));
 }
 
-LocalBackend::LocalBackend(std::unique_ptr<Fs> fs) : fs_(std::move(fs)) {}
+LocalBackend::LocalBackend(std::unique_ptr<Fs> fs, size_t read_threads)
+    : fs_(std::move(fs)),
+      read_pool_(read_threads > 0 ? std::make_unique<WorkerPool>(read_threads) : nullptr) {}
 LocalBackend::~LocalBackend() = default;
 
 size_t LocalBackend::CachedFileCount() const { return fs_->CachedFileCount(); }
@@ -1220,6 +1242,8 @@ size_t LocalBackend::CachedNameCount() const { return fs_->CachedNameCount(); }
 Capabilities LocalBackend::GetCapabilities() const { return fs_->capabilities(); }
 
 bool LocalBackend::QuickChanges() const { return !fs_->options().sync_metadata; }
+
+bool LocalBackend::QuickReads() const { return read_pool_ != nullptr; }
 
 Result<Handle> LocalBackend::Root() { return fs_->root_handle(); }
 
@@ -1253,7 +1277,19 @@ void LocalBackend::ReadLink(const Credentials&, const Handle& h, Callback<ReadLi
 
 void LocalBackend::Read(const Credentials& cred, const Handle& h, uint64_t offset, uint32_t count,
                         Callback<ReadReply> cb) {
-  cb(fs_->Read(cred, h, offset, count));
+  if (!read_pool_) {
+    cb(fs_->Read(cred, h, offset, count));
+    return;
+  }
+  bool would_block = false;
+  Result<ReadReply> now = fs_->Read(cred, h, offset, count, /*nowait=*/true, &would_block);
+  if (!would_block) {
+    cb(std::move(now));
+    return;
+  }
+  read_pool_->Submit([this, cred, h, offset, count, cb = std::move(cb)] {
+    cb(fs_->Read(cred, h, offset, count));
+  });
 }
 
 void LocalBackend::Write(const Credentials& cred, const Handle& h, uint64_t offset, Buffer data,

@@ -44,7 +44,9 @@
 // (NFS-Ganesha keeps them 60 s by default).
 //
 // Thread-safe. Callbacks run inline: every operation is a few blocking
-// system calls, so call it from a worker thread, not a network thread.
+// system calls, so call it from a worker thread, not a network thread. The
+// exception is Read with options.read_threads: it calls back inline for
+// cached data and from its own threads otherwise.
 #pragma once
 
 #include <chrono>
@@ -52,6 +54,7 @@
 #include <memory>
 #include <string>
 
+#include "common/worker_pool.h"
 #include "geofs/vfs.h"
 
 namespace geofs::vfs {
@@ -79,6 +82,12 @@ struct LocalBackendOptions {
   // such changes become durable at the file system's next journal commit.
   // Data written with FILE_SYNC/DATA_SYNC and COMMIT is synced either way.
   bool sync_metadata = false;
+  // Threads for READs whose data is not in the page cache. With any, READ
+  // is quick (QuickReads): the calling thread serves cached data at once
+  // (sendfile or a non-blocking read) and only hands a miss to these
+  // threads, so the front end may call Read on its network threads. Zero:
+  // Read always reads in the calling thread, which then may block.
+  size_t read_threads = 4;
 };
 
 class LocalBackend : public Backend {
@@ -102,6 +111,8 @@ class LocalBackend : public Backend {
   bool QuickMetadata() const override { return true; }
   // True unless options.sync_metadata: then every change waits for fsync.
   bool QuickChanges() const override;
+  // True when options.read_threads > 0.
+  bool QuickReads() const override;
   Result<Handle> Root() override;
 
   void GetAttr(const Credentials& cred, const Handle& h, Callback<Attr> cb) override;
@@ -141,8 +152,10 @@ class LocalBackend : public Backend {
 
  private:
   class Fs;
-  explicit LocalBackend(std::unique_ptr<Fs> fs);
+  explicit LocalBackend(std::unique_ptr<Fs> fs, size_t read_threads);
   std::unique_ptr<Fs> fs_;
+  // Declared last: destroyed first, finishing its reads while fs_ lives.
+  std::unique_ptr<WorkerPool> read_pool_;  // null without read_threads
 };
 
 }  // namespace geofs::vfs

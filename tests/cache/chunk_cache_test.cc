@@ -286,6 +286,11 @@ TEST_P(ChunkCacheTest, CorruptFileIsDroppedAndReportedAsMiss) {
   EXPECT_EQ(GetSync(*cache, payload.id)->view(), payload.raw.view());
 }
 
+// A ranged read and the bytes the cache must read from disk to verify it.
+struct RangeCase {
+  uint64_t offset, length, read;
+};
+
 TEST_P(ChunkCacheTest, RangedReadsReadOnlyTheBlocksTheyCover) {
   auto o = Options(1 << 20);
   o.max_open_files = 2;
@@ -293,10 +298,7 @@ TEST_P(ChunkCacheTest, RangedReadsReadOnlyTheBlocksTheyCover) {
   const uint64_t kB = kBlockSize;
   Chunk c = MakeChunk(1, 3 * kB + 1000);
   ASSERT_TRUE(PutSync(*cache, c).ok());
-  struct Case {
-    uint64_t offset, length, read;  // `read`: bytes the cache must read
-  };
-  const Case cases[] = {
+  const RangeCase cases[] = {
       {0, 1, kB},                           // first byte
       {kB - 1, 2, 2 * kB},                  // across one boundary
       {kB, kB, kB},                         // exactly one block
@@ -308,7 +310,7 @@ TEST_P(ChunkCacheTest, RangedReadsReadOnlyTheBlocksTheyCover) {
       {10 * kB, 5, 0},                      // past the end: empty
       {0, UINT64_MAX, 3 * kB + 1000},       // the whole chunk
   };
-  for (const Case& k : cases) {
+  for (const RangeCase& k : cases) {
     uint64_t before = cache->Stats().disk_read_bytes;
     auto got = GetRangeSync(*cache, c.id, k.offset, k.length);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -336,10 +338,7 @@ TEST_P(ChunkCacheTest, ReadRangeIntoCopiesExactlyTheRange) {
   const uint64_t kB = kBlockSize;
   Chunk c = MakeChunk(1, 3 * kB + 1000);
   ASSERT_TRUE(PutSync(*cache, c).ok());
-  struct Case {
-    uint64_t offset, length, read;  // `read`: bytes the cache must read
-  };
-  const Case cases[] = {
+  const RangeCase cases[] = {
       {0, 1, kB},                  // inside one block: head and tail scratch
       {kB - 1, 2, 2 * kB},         // across one boundary
       {kB, kB, kB},                // exactly one block: no scratch
@@ -348,7 +347,7 @@ TEST_P(ChunkCacheTest, ReadRangeIntoCopiesExactlyTheRange) {
       {3 * kB + 999, 10, 1000},  // cut at the end of the chunk
       {10 * kB, 5, 0},           // past the end: nothing
   };
-  for (const Case& k : cases) {
+  for (const RangeCase& k : cases) {
     uint64_t before = cache->Stats().disk_read_bytes;
     auto got = ReadIntoSync(*cache, c.id, k.offset, k.length);
     ASSERT_TRUE(got.ok()) << got.status().ToString();

@@ -56,13 +56,13 @@ TEST(ParallelForTest, ReusesPoolThreadsAcrossCalls) {
                   return Status::Ok();
                 }).ok());
   }
-  EXPECT_LE(threads.size(), WorkerPool::Shared().size() + 1);
+  EXPECT_LE(threads.size(), SharedWorkerPool().size() + 1);
 }
 
 TEST(ParallelForTest, NestedAndConcurrentCallsFinishWhenThePoolIsBusy) {
   // More concurrent callers than pool threads, each nesting a second call:
   // callers work on their own items, so none waits for a free thread.
-  const size_t callers = WorkerPool::Shared().size() + 8;
+  const size_t callers = SharedWorkerPool().size() + 8;
   std::atomic<size_t> done{0};
   std::vector<std::jthread> threads;
   for (size_t c = 0; c < callers; ++c) {

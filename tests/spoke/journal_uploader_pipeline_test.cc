@@ -20,6 +20,7 @@
 #include "hub.grpc.pb.h"
 #include "spoke/journal_uploader.h"
 #include "vfs/temp_dir.h"
+#include "test_bytes.h"
 
 namespace geofs::spoke {
 namespace {
@@ -29,20 +30,6 @@ using namespace std::chrono_literals;
 
 constexpr uint64_t kWindow = 512 << 10;
 constexpr int kWindows = 6;
-
-std::string RandomBytes(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (size_t i = 0; i + 8 <= n; i += 8) {
-    const uint64_t v = rng();
-    std::memcpy(&s[i], &v, 8);
-  }
-  return s;
-}
-
-std::span<const uint8_t> Bytes(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
 
 // One file (ino 1, gen 1) with a version check, chunks kept decoded, and a
 // log of PutChunks ends and of commits. A PutChunks whose first chunk

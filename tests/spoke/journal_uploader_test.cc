@@ -22,6 +22,7 @@
 #include "chunk/chunk_id.h"
 #include "hub/grpc_status.h"
 #include "hub_process.h"
+#include "test_bytes.h"
 
 namespace geofs::spoke {
 namespace {
@@ -72,20 +73,6 @@ class FixedPortHub {
   int starts_ = 0;
   std::unique_ptr<Child> child_;
 };
-
-std::string RandomBytes(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (size_t i = 0; i + 8 <= n; i += 8) {
-    const uint64_t v = rng();
-    std::memcpy(&s[i], &v, 8);
-  }
-  return s;
-}
-
-std::span<const uint8_t> Bytes(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
 
 class UploaderTest : public ::testing::Test {
  protected:

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <set>
 #include <string>
@@ -152,6 +153,49 @@ TEST_F(LocalBackendTest, LargeReadsOfCachedDataAreFileRangesSmallOnesAreCopied) 
   ASSERT_TRUE(cold.ok());
   EXPECT_FALSE(cold->file.has_value());
   EXPECT_EQ(cold->data.view(), content.substr(0, 128 * 1024));
+}
+
+TEST_F(LocalBackendTest, CachedReadsAnswerInlineMissesFromTheReadThreads) {
+  EXPECT_TRUE(backend->QuickReads());
+  std::string content(64 * 1024, 'q');
+  Entry f = MakeFile(root, "f", content);
+
+  // Cached: the callback has run before Read returns, on this thread.
+  for (uint32_t count : {4096u, 40000u}) {
+    bool called = false;
+    std::thread::id caller;
+    backend->Read(kRoot, f.handle, 0, count, [&](Result<ReadReply> r) {
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      called = true;
+      caller = std::this_thread::get_id();
+    });
+    EXPECT_TRUE(called) << count;
+    EXPECT_EQ(caller, std::this_thread::get_id()) << count;
+  }
+
+  // Evicted: a read thread reads it, and the bytes are right.
+  int fd = ::open((export_dir + "/f").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::fdatasync(fd), 0);
+  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  ::close(fd);
+  std::promise<std::pair<std::thread::id, std::string>> done;
+  backend->Read(kRoot, f.handle, 100, 4096, [&](Result<ReadReply> r) {
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    done.set_value({std::this_thread::get_id(), std::string(r->data.view())});
+  });
+  auto [reader, bytes] = done.get_future().get();
+  EXPECT_NE(reader, std::this_thread::get_id());
+  EXPECT_EQ(bytes, content.substr(100, 4096));
+
+  // Without read threads, Read is not quick and always answers inline.
+  LocalBackendOptions blocking;
+  blocking.read_threads = 0;
+  Reopen(blocking);
+  EXPECT_FALSE(backend->QuickReads());
+  bool called = false;
+  backend->Read(kRoot, f.handle, 0, 10, [&](Result<ReadReply> r) { called = r.ok(); });
+  EXPECT_TRUE(called);
 }
 
 TEST_F(LocalBackendTest, ObjectsRemovedBehindTheBacksHandleAreStale) {
