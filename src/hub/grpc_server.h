@@ -24,7 +24,7 @@ struct GrpcServerOptions {
   int max_message_bytes = 16 << 20;
   // Threads serving calls at most (the synchronous API runs each call on
   // a thread of its own).
-  int max_threads = 64;
+  int max_threads = 256;
 };
 
 struct GrpcServer {

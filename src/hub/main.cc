@@ -45,7 +45,7 @@ struct Flags {
   std::string log_level = "info";
   int64_t gc_grace_seconds = 3600;
   int64_t gc_interval_seconds = 600;
-  int grpc_threads = 64;
+  int grpc_threads = 256;
   size_t nfs_worker_threads = 16;
   double lease_ttl_seconds = 30;
 };

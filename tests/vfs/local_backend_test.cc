@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -173,12 +174,20 @@ TEST_F(LocalBackendTest, CachedReadsAnswerInlineMissesFromTheReadThreads) {
     EXPECT_EQ(caller, std::this_thread::get_id()) << count;
   }
 
-  // Evicted: a read thread reads it, and the bytes are right.
-  int fd = ::open((export_dir + "/f").c_str(), O_RDONLY);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::fdatasync(fd), 0);
-  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
-  ::close(fd);
+  // Not cached: a read thread reads it, and the bytes are right. An O_DIRECT
+  // rewrite drops the file's cached pages for certain (fadvise DONTNEED is
+  // only a hint: it skips pages another CPU still holds).
+  {
+    int fd = ::open((export_dir + "/f").c_str(), O_WRONLY | O_DIRECT);
+    ASSERT_GE(fd, 0);
+    void* aligned = nullptr;
+    ASSERT_EQ(::posix_memalign(&aligned, 4096, content.size()), 0);
+    std::memcpy(aligned, content.data(), content.size());
+    ASSERT_EQ(::pwrite(fd, aligned, content.size(), 0), static_cast<ssize_t>(content.size()));
+    ::free(aligned);
+    ASSERT_EQ(::fdatasync(fd), 0);
+    ::close(fd);
+  }
   std::promise<std::pair<std::thread::id, std::string>> done;
   backend->Read(kRoot, f.handle, 100, 4096, [&](Result<ReadReply> r) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
