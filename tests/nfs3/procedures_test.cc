@@ -654,6 +654,13 @@ TEST_F(ProceduresTest, ClientTimesRoundTrip) {
   EXPECT_EQ(a.mtime.nsec, 5u);
 }
 
+// Whether `program` runs `proc` on the network thread.
+bool RunsInlineOn(const NfsProgram& program, NfsProc proc) {
+  rpc::CallContext ctx;
+  ctx.procedure = static_cast<uint32_t>(proc);
+  return program.RunsInline(ctx);
+}
+
 // A MemoryBackend that declares its metadata calls quick.
 class QuickBackend : public vfs::MemoryBackend {
  public:
@@ -667,11 +674,6 @@ class QuickChangesBackend : public QuickBackend {
 };
 
 TEST(NfsProgramInlineTest, OnlyQuickMetadataOfQuickBackendsRunsInline) {
-  auto runs_inline = [](const NfsProgram& p, NfsProc proc) {
-    rpc::CallContext ctx;
-    ctx.procedure = static_cast<uint32_t>(proc);
-    return p.RunsInline(ctx);
-  };
   HandleCodec codec(HandleCodec::RandomKey());
   QuickBackend quick;
   vfs::MemoryBackend slow;
@@ -682,11 +684,11 @@ TEST(NfsProgramInlineTest, OnlyQuickMetadataOfQuickBackendsRunsInline) {
   NfsProgram program(&exports, &codec);
   for (NfsProc p : {NfsProc::kNull, NfsProc::kGetattr, NfsProc::kLookup, NfsProc::kAccess,
                     NfsProc::kFsinfo, NfsProc::kPathconf}) {
-    EXPECT_TRUE(runs_inline(program, p)) << static_cast<int>(p);
+    EXPECT_TRUE(RunsInlineOn(program, p)) << static_cast<int>(p);
   }
   for (NfsProc p : {NfsProc::kRead, NfsProc::kWrite, NfsProc::kReaddirplus, NfsProc::kCreate,
                     NfsProc::kCommit}) {
-    EXPECT_FALSE(runs_inline(program, p)) << static_cast<int>(p);
+    EXPECT_FALSE(RunsInlineOn(program, p)) << static_cast<int>(p);
   }
   options.path = "/slow";
   ExportTable mixed;
@@ -694,17 +696,12 @@ TEST(NfsProgramInlineTest, OnlyQuickMetadataOfQuickBackendsRunsInline) {
   options.path = "/quick";
   ASSERT_TRUE(mixed.Add(options, &quick).ok());
   NfsProgram mixed_program(&mixed, &codec);
-  EXPECT_TRUE(runs_inline(mixed_program, NfsProc::kNull));
-  EXPECT_FALSE(runs_inline(mixed_program, NfsProc::kGetattr)) << "one export may block";
-  EXPECT_FALSE(runs_inline(mixed_program, NfsProc::kLookup));
+  EXPECT_TRUE(RunsInlineOn(mixed_program, NfsProc::kNull));
+  EXPECT_FALSE(RunsInlineOn(mixed_program, NfsProc::kGetattr)) << "one export may block";
+  EXPECT_FALSE(RunsInlineOn(mixed_program, NfsProc::kLookup));
 }
 
 TEST(NfsProgramInlineTest, ChangesRunInlineOnlyWhenEveryBackendSaysTheyAreQuick) {
-  auto runs_inline = [](const NfsProgram& p, NfsProc proc) {
-    rpc::CallContext ctx;
-    ctx.procedure = static_cast<uint32_t>(proc);
-    return p.RunsInline(ctx);
-  };
   const NfsProc changes[] = {NfsProc::kSetattr, NfsProc::kCreate, NfsProc::kMkdir,
                              NfsProc::kSymlink, NfsProc::kMknod,  NfsProc::kRemove,
                              NfsProc::kRmdir,   NfsProc::kRename, NfsProc::kLink};
@@ -716,18 +713,18 @@ TEST(NfsProgramInlineTest, ChangesRunInlineOnlyWhenEveryBackendSaysTheyAreQuick)
   ExportTable exports;
   ASSERT_TRUE(exports.Add(options, &quick).ok());
   NfsProgram program(&exports, &codec);
-  for (NfsProc p : changes) EXPECT_TRUE(runs_inline(program, p)) << static_cast<int>(p);
+  for (NfsProc p : changes) EXPECT_TRUE(RunsInlineOn(program, p)) << static_cast<int>(p);
   for (NfsProc p : {NfsProc::kRead, NfsProc::kWrite, NfsProc::kCommit, NfsProc::kReaddir,
                     NfsProc::kReaddirplus, NfsProc::kFsstat, NfsProc::kReadlink}) {
-    EXPECT_FALSE(runs_inline(program, p)) << static_cast<int>(p);
+    EXPECT_FALSE(RunsInlineOn(program, p)) << static_cast<int>(p);
   }
   ExportTable mixed_exports;
   ASSERT_TRUE(mixed_exports.Add(options, &quick).ok());
   options.path = "/reads";
   ASSERT_TRUE(mixed_exports.Add(options, &quick_reads).ok());
   NfsProgram mixed(&mixed_exports, &codec);
-  for (NfsProc p : changes) EXPECT_FALSE(runs_inline(mixed, p)) << static_cast<int>(p);
-  EXPECT_TRUE(runs_inline(mixed, NfsProc::kGetattr));
+  for (NfsProc p : changes) EXPECT_FALSE(RunsInlineOn(mixed, p)) << static_cast<int>(p);
+  EXPECT_TRUE(RunsInlineOn(mixed, NfsProc::kGetattr));
 }
 
 // One whose reads never wait (a cache answering hits at once).
@@ -737,11 +734,6 @@ class QuickReadsBackend : public QuickBackend {
 };
 
 TEST(NfsProgramInlineTest, ReadsRunInlineOnlyWhenEveryBackendSaysTheyAreQuick) {
-  auto runs_inline = [](const NfsProgram& p, NfsProc proc) {
-    rpc::CallContext ctx;
-    ctx.procedure = static_cast<uint32_t>(proc);
-    return p.RunsInline(ctx);
-  };
   HandleCodec codec(HandleCodec::RandomKey());
   QuickReadsBackend quick_reads;
   QuickBackend quick_metadata;
@@ -750,14 +742,14 @@ TEST(NfsProgramInlineTest, ReadsRunInlineOnlyWhenEveryBackendSaysTheyAreQuick) {
   ExportTable exports;
   ASSERT_TRUE(exports.Add(options, &quick_reads).ok());
   NfsProgram program(&exports, &codec);
-  EXPECT_TRUE(runs_inline(program, NfsProc::kRead));
-  EXPECT_FALSE(runs_inline(program, NfsProc::kWrite));
-  EXPECT_FALSE(runs_inline(program, NfsProc::kCreate));
+  EXPECT_TRUE(RunsInlineOn(program, NfsProc::kRead));
+  EXPECT_FALSE(RunsInlineOn(program, NfsProc::kWrite));
+  EXPECT_FALSE(RunsInlineOn(program, NfsProc::kCreate));
 
   options.path = "/other";
   ASSERT_TRUE(exports.Add(options, &quick_metadata).ok());
   NfsProgram mixed(&exports, &codec);
-  EXPECT_FALSE(runs_inline(mixed, NfsProc::kRead)) << "the other export's reads may block";
+  EXPECT_FALSE(RunsInlineOn(mixed, NfsProc::kRead)) << "the other export's reads may block";
 }
 
 }  // namespace
