@@ -90,6 +90,7 @@ class RecordingHub final : public v1::Hub::Service {
     const bool held = !hold_prefix_.empty() && first.starts_with(hold_prefix_);
     std::unique_lock lock(mu_);
     if (held) {
+      others_done_before_held_ = std::max(others_done_before_held_, others_done_);
       const auto start = std::chrono::steady_clock::now();
       cv_.wait_until(lock, start + 5s, [&] { return others_done_ > 0; });
       cv_.wait_until(lock, start + hold_, [] { return false; });
@@ -144,6 +145,11 @@ class RecordingHub final : public v1::Hub::Service {
     }
     return out;
   }
+  // Unheld PutChunks that had finished when a held one arrived.
+  int others_done_before_held() const {
+    std::lock_guard lock(mu_);
+    return others_done_before_held_;
+  }
   int max_in_flight() const {
     std::lock_guard lock(mu_);
     return max_in_flight_;
@@ -167,6 +173,7 @@ class RecordingHub final : public v1::Hub::Service {
   int max_in_flight_ = 0;                      // guarded by mu_
   bool failed_once_ = false;                   // guarded by mu_
   int others_done_ = 0;                        // guarded by mu_: unheld PutChunks done
+  int others_done_before_held_ = 0;            // guarded by mu_: ... when a held one arrived
 };
 
 class PipelineTest : public ::testing::Test {
@@ -235,7 +242,11 @@ TEST_F(PipelineTest, WindowsUploadTogetherAndCommitInOrder) {
   JournalUploader uploader(journal_.get(), stub_.get(), {}, Options());
   ASSERT_TRUE(uploader.Flush(kFile, 30s).ok());
 
-  EXPECT_GE(hub.max_in_flight(), 2);
+  // Windows overlapped: two uploads were at the hub at once, or (when the
+  // machine delays window 0's staging) a later window's upload was done
+  // before window 0's even reached the hub.
+  EXPECT_TRUE(hub.max_in_flight() >= 2 || hub.others_done_before_held() > 0)
+      << hub.max_in_flight();
   EXPECT_EQ(hub.commits(), AllWindows());
   const std::vector<RecordingHub::Event> events = hub.events();
   auto held_done = std::find_if(events.begin(), events.end(), [](const auto& e) {
