@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cache/block_crc.h"
 #include "common/crc32c.h"
 
 namespace geofs::cache {
@@ -53,7 +52,7 @@ std::vector<uint8_t> EncodeFilePrefix(const chunk::ChunkId& id, std::span<const 
   for (uint64_t b = 0; b < BlockCount(raw.size()); ++b) {
     uint64_t begin = b * kBlockSize;
     PutLe(&out[kFileHeaderSize + 4 * b],
-          BlockCrc(raw.subspan(begin, std::min<uint64_t>(kBlockSize, raw.size() - begin))), 4);
+          Crc32c(0, raw.subspan(begin, std::min<uint64_t>(kBlockSize, raw.size() - begin))), 4);
   }
   PutLe(&out[kCrcOffset], PrefixCrc(out), 4);
   return out;
@@ -113,13 +112,10 @@ Status VerifyBlocks(std::span<const uint32_t> block_crcs, uint64_t first_block,
     if (b >= block_crcs.size()) return Status::Corruption("read past the last block");
     uint32_t crc = 0;
     uint64_t left = kBlockSize;
-    bool first_part = true;
     while (left > 0 && piece < pieces.size()) {
       size_t n = std::min<uint64_t>(left, pieces[piece].size() - at);
       auto part = pieces[piece].subspan(at, n);
-      // A block wholly in one piece (the usual case) takes the fast path.
-      crc = first_part && n == left ? BlockCrc(part) : Crc32c(crc, part);
-      first_part = false;
+      crc = Crc32c(crc, part);
       left -= n;
       at += n;
       next_piece();

@@ -35,6 +35,28 @@ TEST(Crc32cTest, HardwareMatchesPortableAtEveryLengthAndAlignment) {
   }
 }
 
+TEST(Crc32cTest, LongInputsInInterleavedStreamsMatchPortable) {
+  std::mt19937 rng(11);
+  std::vector<uint8_t> data(64 * 1024 + 3 * 4096 + 16);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  for (size_t offset : {0, 3}) {
+    for (size_t len : {3 * 4096 - 1, 3 * 4096, 3 * 4096 + 5, 64 * 1024, 64 * 1024 + 3 * 4096}) {
+      std::span<const uint8_t> s(data.data() + offset, len);
+      ASSERT_EQ(Crc32c(0, s), Crc32cPortable(0, s)) << offset << " " << len;
+      ASSERT_EQ(Crc32c(0x12345678, s), Crc32cPortable(0x12345678, s)) << offset << " " << len;
+    }
+  }
+  // A flipped bit in each of the three streams of a group changes the value.
+  std::span<uint8_t> block(data.data(), 64 * 1024);
+  const uint32_t good = Crc32c(0, block);
+  for (size_t at : {size_t{0}, size_t{4096 + 17}, size_t{2 * 4096 + 4095}, block.size() - 1}) {
+    block[at] ^= 0x10;
+    EXPECT_NE(Crc32c(0, block), good) << at;
+    EXPECT_EQ(Crc32c(0, block), Crc32cPortable(0, block)) << at;
+    block[at] ^= 0x10;
+  }
+}
+
 TEST(Crc32cTest, ChainingEqualsOneShot) {
   std::vector<uint8_t> data(10000);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 31 + 7);
