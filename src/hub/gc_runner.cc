@@ -42,17 +42,11 @@ Status GcRunner::SweepOrphans(WallTime cutoff, meta::GcResult* result) {
     return Status::Ok();
   }));
   for (const chunk::ChunkInfo& info : candidates) {
-    // The record needs the raw size, which the stored form's header holds;
-    // a header too damaged to read still gets a non-zero size.
-    uint64_t size = std::max<uint64_t>(info.stored_size, 1);
-    auto stored = chunks_->GetEncoded(info.id);
-    if (!stored.ok()) {
-      if (stored.status().code() == StatusCode::kNotFound) continue;
-      ++result->failed;
-      continue;
-    }
-    auto header = chunk::ReadChunkHeader(stored->span());
-    if (header.ok() && header->raw_size > 0) size = header->raw_size;
+    // The record made for the deletion carries the stored size: reading the
+    // object back for its raw size would fetch a whole chunk (from S3) only
+    // to delete it, and the record's size leaves the statistics when the
+    // record does.
+    const uint64_t size = std::max<uint64_t>(info.stored_size, 1);
     auto collected = ns_->CollectOrphan(
         ToMetaId(info.id), size, info.modified,
         [this](const meta::ChunkId& id) { return chunks_->Delete(ToChunkId(id)); });
