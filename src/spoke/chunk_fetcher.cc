@@ -53,14 +53,23 @@ void ChunkFetcher::ReadRangeInto(const chunk::ChunkId& id, uint64_t offset, uint
 }
 
 void ChunkFetcher::FetchMissing(const chunk::ChunkId& id, Callback cb) {
+  std::optional<Buffer> landed;
   {
-    std::lock_guard lock(mu_);
-    auto [it, fresh] = inflight_.try_emplace(id);
-    it->second.push_back(std::move(cb));
-    if (!fresh) {
-      ++shared_;
-      return;
+    std::lock_guard lock(inflight_->mu);
+    auto [it, fresh] = inflight_->chunks.try_emplace(id);
+    if (it->second.landed) {
+      landed = it->second.landed;
+    } else {
+      it->second.waiters.push_back(std::move(cb));
+      if (!fresh) {
+        ++shared_;
+        return;
+      }
     }
+  }
+  if (landed) {
+    ++shared_;
+    return cb(*std::move(landed));
   }
   ++misses_;
   FetchFromHub({id});
@@ -69,10 +78,10 @@ void ChunkFetcher::FetchMissing(const chunk::ChunkId& id, Callback cb) {
 void ChunkFetcher::Prefetch(const std::vector<chunk::ChunkId>& ids) {
   std::vector<chunk::ChunkId> wanted;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(inflight_->mu);
     for (const chunk::ChunkId& id : ids) {
-      if (inflight_.contains(id) || cache_->Contains(id)) continue;
-      inflight_.try_emplace(id);
+      if (inflight_->chunks.contains(id) || cache_->Contains(id)) continue;
+      inflight_->chunks.try_emplace(id);
       wanted.push_back(id);
     }
   }
@@ -121,11 +130,14 @@ void ChunkFetcher::FetchFromHub(std::vector<chunk::ChunkId> ids) {
             Complete(id, failed);
             continue;
           }
+          Complete(id, it->second);
           if (it->second.ok()) {
             // A full cache only costs a refetch later; the read goes on.
-            cache_->Put(id, *it->second, [](Status) {});
+            cache_->Put(id, *it->second, [inflight = inflight_, id](Status) {
+              std::lock_guard lock(inflight->mu);
+              inflight->chunks.erase(id);
+            });
           }
-          Complete(id, it->second);
         }
       });
 }
@@ -133,11 +145,15 @@ void ChunkFetcher::FetchFromHub(std::vector<chunk::ChunkId> ids) {
 void ChunkFetcher::Complete(const chunk::ChunkId& id, const Result<Buffer>& result) {
   std::vector<Callback> waiters;
   {
-    std::lock_guard lock(mu_);
-    auto it = inflight_.find(id);
-    if (it == inflight_.end()) return;
-    waiters = std::move(it->second);
-    inflight_.erase(it);
+    std::lock_guard lock(inflight_->mu);
+    auto it = inflight_->chunks.find(id);
+    if (it == inflight_->chunks.end()) return;
+    waiters = std::move(it->second.waiters);
+    if (result.ok()) {
+      it->second.landed = *result;
+    } else {
+      inflight_->chunks.erase(it);
+    }
   }
   for (Callback& cb : waiters) cb(result);
 }

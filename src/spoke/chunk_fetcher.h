@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -66,14 +67,27 @@ class ChunkFetcher {
   void FetchMissing(const chunk::ChunkId& id, Callback cb);
   // Fetches `ids` (all registered in inflight_ by the caller) in one call.
   void FetchFromHub(std::vector<chunk::ChunkId> ids);
-  // Completes the waiters of `id`.
+  // Completes the waiters of `id`. A chunk that arrived stays known (as
+  // landed) until its write to the cache has finished.
   void Complete(const chunk::ChunkId& id, const Result<Buffer>& result);
+
+  // A chunk being fetched, and then, once it arrived, being written to the
+  // cache: a miss in that window is answered from `landed` instead of
+  // fetching the chunk again.
+  struct Inflight {
+    std::vector<Callback> waiters;
+    std::optional<Buffer> landed;
+  };
+  // Shared with the cache writes' callbacks, which may finish after the
+  // fetcher is gone.
+  struct InflightTable {
+    std::mutex mu;
+    std::unordered_map<chunk::ChunkId, Inflight, chunk::ChunkIdHash> chunks;  // guarded by mu
+  };
 
   HubLink* const link_;
   cache::ChunkCache* const cache_;
-  mutable std::mutex mu_;
-  std::unordered_map<chunk::ChunkId, std::vector<Callback>, chunk::ChunkIdHash>
-      inflight_;  // guarded by mu_
+  const std::shared_ptr<InflightTable> inflight_ = std::make_shared<InflightTable>();
   std::atomic<uint64_t> hits_{0}, misses_{0}, bytes_from_cache_{0}, bytes_from_hub_{0}, shared_{0},
       prefetched_{0}, corrupt_{0};
 };
