@@ -12,8 +12,16 @@ namespace {
 
 // ReadChunks takes at most this many ids.
 constexpr size_t kMaxIdsPerCall = 1024;
+// A queued batch answers its READs only once all of it arrived (HubLink
+// collects a call's chunks), so batches drained from the queue stay small.
+constexpr size_t kMaxIdsPerQueuedCall = 8;
 
 }  // namespace
+
+ChunkFetcher::~ChunkFetcher() {
+  std::unique_lock lock(calls_mu_);
+  calls_ended_.wait(lock, [&] { return calls_open_ == 0; });
+}
 
 void ChunkFetcher::GetRange(const chunk::ChunkId& id, uint64_t offset, uint64_t length,
                             Callback cb) {
@@ -63,6 +71,7 @@ void ChunkFetcher::FetchMissing(const chunk::ChunkId& id, Callback cb) {
       it->second.waiters.push_back(std::move(cb));
       if (!fresh) {
         ++shared_;
+        PromoteQueuedPrefetch(id);
         return;
       }
     }
@@ -72,7 +81,7 @@ void ChunkFetcher::FetchMissing(const chunk::ChunkId& id, Callback cb) {
     return cb(*std::move(landed));
   }
   ++misses_;
-  FetchFromHub({id});
+  FetchFromHub({id}, Priority::kDemand);
 }
 
 void ChunkFetcher::Prefetch(const std::vector<chunk::ChunkId>& ids) {
@@ -90,11 +99,49 @@ void ChunkFetcher::Prefetch(const std::vector<chunk::ChunkId>& ids) {
   misses_ += wanted.size();
   for (size_t i = 0; i < wanted.size(); i += kMaxIdsPerCall) {
     FetchFromHub(std::vector<chunk::ChunkId>(
-        wanted.begin() + i, wanted.begin() + std::min(wanted.size(), i + kMaxIdsPerCall)));
+                     wanted.begin() + i, wanted.begin() + std::min(wanted.size(), i + kMaxIdsPerCall)),
+                 Priority::kPrefetch);
   }
 }
 
-void ChunkFetcher::FetchFromHub(std::vector<chunk::ChunkId> ids) {
+void ChunkFetcher::FetchFromHub(std::vector<chunk::ChunkId> ids, Priority priority) {
+  {
+    std::lock_guard lock(calls_mu_);
+    if (calls_open_ >= max_calls_) {
+      auto& queue = priority == Priority::kDemand ? queued_demand_ : queued_prefetch_;
+      queue.insert(queue.end(), ids.begin(), ids.end());
+      queued_ += ids.size();
+      return;
+    }
+    ++calls_open_;
+  }
+  SendToHub(std::move(ids));
+}
+
+void ChunkFetcher::PromoteQueuedPrefetch(const chunk::ChunkId& id) {
+  std::lock_guard lock(calls_mu_);
+  auto it = std::find(queued_prefetch_.begin(), queued_prefetch_.end(), id);
+  if (it == queued_prefetch_.end()) return;
+  queued_prefetch_.erase(it);
+  queued_demand_.push_back(id);
+}
+
+std::vector<chunk::ChunkId> ChunkFetcher::NextQueuedOrRelease() {
+  std::lock_guard lock(calls_mu_);
+  auto& queue = queued_demand_.empty() ? queued_prefetch_ : queued_demand_;
+  if (queue.empty()) {
+    // Notified under the lock: the destructor cannot finish before this
+    // thread is done with the fetcher.
+    if (--calls_open_ == 0) calls_ended_.notify_all();
+    return {};
+  }
+  size_t n = std::min(queue.size(), kMaxIdsPerQueuedCall);
+  std::vector<chunk::ChunkId> next(queue.begin(), queue.begin() + n);
+  queue.erase(queue.begin(), queue.begin() + n);
+  return next;
+}
+
+void ChunkFetcher::SendToHub(std::vector<chunk::ChunkId> ids) {
   std::vector<std::string> wire;
   wire.reserve(ids.size());
   for (const chunk::ChunkId& id : ids) {
@@ -139,6 +186,11 @@ void ChunkFetcher::FetchFromHub(std::vector<chunk::ChunkId> ids) {
             });
           }
         }
+        // The slot passes to the next queued batch (not a recursion: the
+        // call completes on a later gRPC callback).
+        if (std::vector<chunk::ChunkId> next = NextQueuedOrRelease(); !next.empty()) {
+          SendToHub(std::move(next));
+        }
       });
 }
 
@@ -161,7 +213,7 @@ void ChunkFetcher::Complete(const chunk::ChunkId& id, const Result<Buffer>& resu
 FetchStats ChunkFetcher::Stats() const {
   return FetchStats{hits_.load(),           misses_.load(), bytes_from_cache_.load(),
                     bytes_from_hub_.load(), shared_.load(), prefetched_.load(),
-                    corrupt_.load()};
+                    corrupt_.load(),        queued_.load()};
 }
 
 }  // namespace geofs::spoke

@@ -9,12 +9,20 @@
 // Prefetch starts fetches nobody waits for yet (readahead), batched into one
 // ReadChunks call.
 //
+// At most `max_calls` ReadChunks calls are open at once, so a burst of cold
+// READs cannot occupy every hub thread (or a WAN link's worth of streams);
+// fetches beyond that wait in a queue and leave in batches as calls finish,
+// those a READ waits for ahead of prefetches.
+//
 // Thread-safe. Callbacks run on a gRPC thread or the caller's; they must not
-// block. REQUIRES: every fetch has completed before destruction.
+// block. Destruction waits until every ReadChunks call has ended (calls
+// have deadlines, so this is bounded).
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -38,6 +46,7 @@ struct FetchStats {
   uint64_t shared_fetches = 0;    // requests that joined a fetch in flight
   uint64_t prefetched = 0;        // chunks fetched ahead of any request
   uint64_t corrupt = 0;           // hub chunks that failed verification
+  uint64_t queued = 0;            // chunks that waited for a free call
 };
 
 class ChunkFetcher {
@@ -45,8 +54,14 @@ class ChunkFetcher {
   using Callback = std::function<void(Result<Buffer>)>;
   using IntoCallback = std::function<void(Result<size_t>)>;
 
-  // REQUIRES: `link` and `cache` outlive the fetcher.
-  ChunkFetcher(HubLink* link, cache::ChunkCache* cache) : link_(link), cache_(cache) {}
+  static constexpr size_t kDefaultMaxCalls = 32;
+
+  // REQUIRES: `link` and `cache` outlive the fetcher; max_calls >= 1.
+  ChunkFetcher(HubLink* link, cache::ChunkCache* cache, size_t max_calls = kDefaultMaxCalls)
+      : link_(link), cache_(cache), max_calls_(max_calls) {}
+  ~ChunkFetcher();
+  ChunkFetcher(const ChunkFetcher&) = delete;
+  ChunkFetcher& operator=(const ChunkFetcher&) = delete;
 
   // Bytes [offset, offset + length) of chunk `id`, cut at the chunk's end
   // (the caller checks the size it got).
@@ -65,8 +80,19 @@ class ChunkFetcher {
   // A cache miss: fetches `id` from the hub (or joins the fetch in flight)
   // and hands the whole chunk to `cb`.
   void FetchMissing(const chunk::ChunkId& id, Callback cb);
-  // Fetches `ids` (all registered in inflight_ by the caller) in one call.
-  void FetchFromHub(std::vector<chunk::ChunkId> ids);
+  // Fetches `ids` (all registered in inflight_ by the caller) in one call,
+  // or queues them while max_calls_ calls are open.
+  enum class Priority { kDemand, kPrefetch };
+  void FetchFromHub(std::vector<chunk::ChunkId> ids, Priority priority);
+  // One ReadChunks call for `ids`; when it ends, its slot goes to the
+  // queue's next batch.
+  void SendToHub(std::vector<chunk::ChunkId> ids);
+  // A READ now waits for `id`: if it is queued as a prefetch, it moves to
+  // the READs' queue.
+  void PromoteQueuedPrefetch(const chunk::ChunkId& id);
+  // The next batch to send, taken from the queues, or empty (and the slot
+  // freed) when none waits.
+  std::vector<chunk::ChunkId> NextQueuedOrRelease();
   // Completes the waiters of `id`. A chunk that arrived stays known (as
   // landed) until its write to the cache has finished.
   void Complete(const chunk::ChunkId& id, const Result<Buffer>& result);
@@ -87,9 +113,17 @@ class ChunkFetcher {
 
   HubLink* const link_;
   cache::ChunkCache* const cache_;
+  const size_t max_calls_;
   const std::shared_ptr<InflightTable> inflight_ = std::make_shared<InflightTable>();
+
+  std::mutex calls_mu_;
+  std::condition_variable calls_ended_;         // calls_open_ reached 0
+  size_t calls_open_ = 0;                       // guarded by calls_mu_
+  std::deque<chunk::ChunkId> queued_demand_;    // guarded by calls_mu_
+  std::deque<chunk::ChunkId> queued_prefetch_;  // guarded by calls_mu_
+
   std::atomic<uint64_t> hits_{0}, misses_{0}, bytes_from_cache_{0}, bytes_from_hub_{0}, shared_{0},
-      prefetched_{0}, corrupt_{0};
+      prefetched_{0}, corrupt_{0}, queued_{0};
 };
 
 }  // namespace geofs::spoke
