@@ -16,28 +16,12 @@
 #include <thread>
 #include <vector>
 
+#include "tools/free_port.h"
+
 namespace geofs::objtest {
 namespace {
 
 constexpr auto kStartTimeout = std::chrono::seconds(30);
-
-// A port that was free a moment ago (s3rver takes no port 0).
-Result<uint16_t> PickFreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::FromErrno(errno, "socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    int err = errno;
-    ::close(fd);
-    return Status::FromErrno(err, "bind");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // True once an HTTP request to the bucket gets any reply.
 bool Answers(uint16_t port, const std::string& bucket) {
@@ -86,7 +70,8 @@ Result<std::unique_ptr<S3rverProcess>> S3rverProcess::Start(const std::string& b
   Status last = Status::Unavailable("s3rver did not start");
   // The port may be taken between picking and binding: try a few.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    GEOFS_ASSIGN_OR_RETURN(uint16_t port, PickFreePort());
+    // s3rver takes no port 0.
+    GEOFS_ASSIGN_OR_RETURN(uint16_t port, geofs::testing::PickFreePort());
     std::string port_str = std::to_string(port);
     std::vector<std::string> args = {
         binary, "-d", data_dir, "-a", "127.0.0.1", "-p", port_str, "--silent", "--configure-bucket",

@@ -4,6 +4,8 @@
 #include <regex>
 #include <thread>
 
+#include "tools/free_port.h"
+
 namespace geofs::spoke::testing {
 
 using hub::testing::Child;
@@ -19,6 +21,10 @@ Status PinnedHub::Start() {
     return Status::Internal("hub already running");
   }
   if (child_) earlier_logs_ += child_->Stderr();
+  // Below the ephemeral range, so nothing else takes it while the hub is down.
+  if (grpc_port_ == 0) {
+    GEOFS_ASSIGN_OR_RETURN(grpc_port_, geofs::testing::PickFreePort());
+  }
   Child::Options o;
   o.argv = {hub::testing::HubdPath(),
             "--data-dir",

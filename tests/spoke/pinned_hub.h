@@ -22,8 +22,9 @@ class PinnedHub {
   PinnedHub(const PinnedHub&) = delete;
   PinnedHub& operator=(const PinnedHub&) = delete;
 
-  // The first start binds a free port; later ones bind the same port again
-  // over the same data directory. Waits for the "listening" line.
+  // The first start picks a free port (geofs::testing::PickFreePort); later
+  // ones bind the same port again over the same data directory. Waits for
+  // the "listening" line.
   Status Start();
   // SIGTERM; OK if it exits with status 0.
   Status Stop();

@@ -1,4 +1,5 @@
 #include "tools/daemon.h"
+#include "tools/free_port.h"
 #include "tools/spoke_metrics.h"
 
 #include <arpa/inet.h>
@@ -39,24 +40,6 @@ std::string DescribeWaitStatus(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
   return "wait status " + std::to_string(status);
-}
-
-// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read
-// back, closed). Another process may take it before the daemon binds it;
-// tests accept that small race rather than coordinate.
-Result<uint16_t> PickFreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::FromErrno(errno, "socket");
-  sockaddr_in addr = Loopback(0);
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    int err = errno;
-    close(fd);
-    return Status::FromErrno(err, "bind 127.0.0.1:0");
-  }
-  close(fd);
-  return static_cast<uint16_t>(ntohs(addr.sin_port));
 }
 
 // True if a TCP connection to 127.0.0.1:port is accepted.
