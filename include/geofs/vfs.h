@@ -257,10 +257,11 @@ class Backend {
   // threads instead of handing them to workers.
   virtual bool QuickMetadata() const { return false; }
   // Whether the namespace and attribute changes (SetAttr, Create, Mkdir,
-  // Symlink, Mknod, Remove, Rmdir, Rename, Link) likewise finish within
-  // microseconds: a few system calls on local metadata, no sync to disk and
-  // no remote round trip. A front end may then run them on its network
-  // threads too.
+  // Symlink, Mknod, Remove, Rmdir, Rename, Link) likewise return within
+  // microseconds: a few system calls on local metadata and no sync to disk,
+  // or an asynchronous request whose answer calls back from another thread
+  // (anything that waits runs on the backend's own threads). A front end
+  // may then run them on its network threads too.
   virtual bool QuickChanges() const { return false; }
   // Whether Read likewise never waits: it answers from memory or with a
   // non-blocking read, and hands anything slower (a disk, a remote fetch)

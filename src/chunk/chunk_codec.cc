@@ -1,5 +1,8 @@
 #include "chunk/chunk_codec.h"
 
+// For ZSTD_c_literalCompressionMode (stable in the library since 1.5.0,
+// still declared in the experimental section).
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #include <cstring>
@@ -30,6 +33,13 @@ ZSTD_DCtx* ThreadDCtx() {
   return ctx.get();
 }
 
+// Compression output goes to a reused per-thread buffer; the kept result is
+// then copied into an exactly sized Buffer.
+std::vector<uint8_t>& ThreadScratch() {
+  thread_local std::vector<uint8_t> scratch;
+  return scratch;
+}
+
 void WriteHeader(uint8_t* out, Compression compression, uint32_t raw_size) {
   std::memcpy(out, kMagic, 4);
   out[4] = kVersion;
@@ -47,6 +57,13 @@ Buffer WithHeader(Compression compression, uint32_t raw_size, std::span<const ui
   return b;
 }
 
+Buffer HeaderOnly(Compression compression, uint32_t raw_size) {
+  uint8_t* out;
+  Buffer b = Buffer::Allocate(kChunkHeaderSize, &out);
+  WriteHeader(out, compression, raw_size);
+  return b;
+}
+
 Status Corrupt(const ChunkId& id, std::string_view why) {
   return Status::Corruption("chunk " + id.ToHex() + ": " + std::string(why));
 }
@@ -59,12 +76,27 @@ size_t CompressIfWorthIt(std::span<const uint8_t> raw, const ChunkCodecOptions& 
   ZSTD_CCtx* cctx = ThreadCCtx();
   ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
   ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, options.zstd_level);
+  if (options.zstd_level < 1) {
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_enable);
+  }
   const size_t n = ZSTD_compress2(cctx, scratch.data(), scratch.size(), raw.data(), raw.size());
   if (ZSTD_isError(n) ||
       static_cast<double>(n) > static_cast<double>(raw.size()) * (1 - options.min_saving)) {
     return 0;
   }
   return n;
+}
+
+// The compressed size of `raw` in the per-thread scratch, or 0 when it is to
+// be stored raw.
+size_t CompressForStorage(std::span<const uint8_t> raw, const ChunkCodecOptions& options,
+                          std::vector<uint8_t>& scratch) {
+  if (!options.compress || raw.empty()) return 0;
+  const size_t probe = options.probe_bytes;
+  const bool promising =
+      probe == 0 || raw.size() <= probe ||
+      CompressIfWorthIt(raw.subspan((raw.size() - probe) / 2, probe), options, scratch) != 0;
+  return promising ? CompressIfWorthIt(raw, options, scratch) : 0;
 }
 
 }  // namespace
@@ -82,22 +114,22 @@ Status ChunkCodecOptions::Validate() const {
 
 EncodedChunk EncodeChunk(std::span<const uint8_t> raw, const ChunkCodecOptions& options) {
   const auto raw_size = static_cast<uint32_t>(raw.size());
-  if (options.compress && !raw.empty()) {
-    // Compress into a reused per-thread scratch buffer, then copy the kept
-    // result into an exactly sized Buffer.
-    thread_local std::vector<uint8_t> scratch;
-    const size_t probe = options.probe_bytes;
-    const bool promising =
-        probe == 0 || raw.size() <= probe ||
-        CompressIfWorthIt(raw.subspan((raw.size() - probe) / 2, probe), options, scratch) != 0;
-    if (promising) {
-      if (const size_t n = CompressIfWorthIt(raw, options, scratch); n != 0) {
-        return {WithHeader(Compression::kZstd, raw_size, std::span(scratch.data(), n)),
-                Compression::kZstd};
-      }
-    }
+  std::vector<uint8_t>& scratch = ThreadScratch();
+  if (const size_t n = CompressForStorage(raw, options, scratch); n != 0) {
+    return {WithHeader(Compression::kZstd, raw_size, std::span(scratch.data(), n)),
+            Compression::kZstd};
   }
   return {WithHeader(Compression::kNone, raw_size, raw), Compression::kNone};
+}
+
+EncodedParts EncodeChunkParts(const Buffer& raw, const ChunkCodecOptions& options) {
+  const auto raw_size = static_cast<uint32_t>(raw.size());
+  std::vector<uint8_t>& scratch = ThreadScratch();
+  if (const size_t n = CompressForStorage(raw.span(), options, scratch); n != 0) {
+    return {HeaderOnly(Compression::kZstd, raw_size),
+            Buffer::CopyOf(std::span<const uint8_t>(scratch.data(), n)), Compression::kZstd};
+  }
+  return {HeaderOnly(Compression::kNone, raw_size), raw, Compression::kNone};
 }
 
 Result<ChunkHeader> ReadChunkHeader(std::span<const uint8_t> stored) {

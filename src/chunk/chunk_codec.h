@@ -40,6 +40,9 @@ inline constexpr size_t kChunkHeaderSize = 12;
 struct ChunkCodecOptions {
   // false: always store raw.
   bool compress = true;
+  // zstd's levels; below 1 its fast levels, with Huffman coding of literals
+  // kept on (zstd turns it off there by default, which on text costs far
+  // more ratio than the speed it gains).
   int zstd_level = 3;
   // Keep the compressed form only if it is at most (1 - min_saving) of the
   // raw size.
@@ -59,6 +62,19 @@ struct EncodedChunk {
 // The stored form of `raw`.
 // REQUIRES: options.Validate().ok(), raw.size() <= kMaxChunkSizeLimit.
 EncodedChunk EncodeChunk(std::span<const uint8_t> raw, const ChunkCodecOptions& options);
+
+// The stored form as its two pieces, for writers that send or write them
+// without joining them: header followed by payload is EncodeChunk's bytes.
+// An uncompressed payload is `raw` itself (shares its owner, no copy).
+struct EncodedParts {
+  Buffer header;  // kChunkHeaderSize bytes
+  Buffer payload;
+  Compression compression = Compression::kNone;
+
+  size_t size() const { return header.size() + payload.size(); }
+};
+// REQUIRES: as EncodeChunk.
+EncodedParts EncodeChunkParts(const Buffer& raw, const ChunkCodecOptions& options);
 
 // The raw bytes of a stored chunk, verified against `expected`; for an
 // uncompressed chunk a slice of `stored` (no copy).

@@ -74,9 +74,27 @@ size_t Chunker::Scan(std::span<const uint8_t> data, bool* boundary) {
   // i just past it.
   auto scan = [&](size_t budget, uint64_t mask) {
     const size_t end = i + budget;
+    // `mask` selects top bits, so (h & mask) == 0 is h <= ~mask.
+    const uint64_t limit = ~mask;
+    // Four bytes per step: each of the four hashes is computed from fp
+    // directly, so the serial chain is one shift and one add per step
+    // instead of per byte. A step holding a cut is redone byte by byte.
+    while (end - i >= 4) {
+      const uint64_t g0 = kGear[p[i]], g1 = kGear[p[i + 1]];
+      const uint64_t g2 = kGear[p[i + 2]], g3 = kGear[p[i + 3]];
+      const uint64_t t1 = g0;
+      const uint64_t t2 = (t1 << 1) + g1;
+      const uint64_t t3 = (t2 << 1) + g2;
+      const uint64_t t4 = (t3 << 1) + g3;
+      const uint64_t h1 = (fp << 1) + t1, h2 = (fp << 2) + t2;
+      const uint64_t h3 = (fp << 3) + t3, h4 = (fp << 4) + t4;
+      if (std::min(std::min(h1, h2), std::min(h3, h4)) <= limit) break;
+      fp = h4;
+      i += 4;
+    }
     while (i < end) {
       fp = (fp << 1) + kGear[p[i++]];
-      if ((fp & mask) == 0) return true;
+      if (fp <= limit) return true;
     }
     return false;
   };

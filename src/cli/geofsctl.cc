@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "chunk/allocator_tuning.h"
 #include "cli/hub_client.h"
 #include "cli/importer.h"
 #include "cli/spoke_client.h"
@@ -262,6 +263,7 @@ int SpokeStats(const std::string& address, bool json) {
 }  // namespace geofs::cli
 
 int main(int argc, char** argv) {
+  geofs::chunk::TuneAllocatorForChunkTraffic();
   using namespace geofs::cli;
   CLI::App app{"geofsctl: administer a geofs hub or spoke"};
   std::string hub_address, spoke_address;

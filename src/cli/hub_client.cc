@@ -23,7 +23,7 @@ Result<std::unique_ptr<HubClient>> HubClient::Connect(const std::string& address
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + timeout)) {
     return Status::Unavailable("no hub answers at " + address);
   }
-  return std::unique_ptr<HubClient>(new HubClient(address, v1::Hub::NewStub(channel)));
+  return std::unique_ptr<HubClient>(new HubClient(address, std::move(channel)));
 }
 
 void HubClient::SetDeadline(grpc::ClientContext* ctx, std::chrono::milliseconds timeout) {
@@ -34,12 +34,11 @@ Status HubClient::Translate(const grpc::Status& status, const grpc::ClientContex
   return hub::FromGrpcStatus(status, &ctx);
 }
 
-Result<v1::PutChunksResponse> HubClient::PutChunks(
-    const std::vector<std::pair<std::string, Buffer>>& chunks) const {
+Result<v1::PutChunksResponse> HubClient::PutChunks(std::span<const hub::StoredChunk> chunks) const {
   grpc::ClientContext ctx;
   SetDeadline(&ctx, kCallTimeout);
   v1::PutChunksResponse resp;
-  GEOFS_RETURN_IF_ERROR(hub::UploadChunks(stub_.get(), &ctx, chunks, &resp));
+  GEOFS_RETURN_IF_ERROR(hub::UploadChunks(channel_, &ctx, chunks, &resp));
   return resp;
 }
 

@@ -2,15 +2,17 @@
 // deadline on every call. Thread-safe (gRPC stubs are).
 #pragma once
 
+#include <grpcpp/channel.h>
+
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
-#include <vector>
 
-#include "geofs/buffer.h"
 #include "geofs/status.h"
 #include "hub.grpc.pb.h"
+#include "hub/chunk_upload.h"
 
 namespace geofs::cli {
 
@@ -31,20 +33,23 @@ class HubClient {
   Status Call(grpc::Status (v1::Hub::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
               const Req& req, Resp* resp, std::chrono::milliseconds timeout = kCallTimeout) const;
 
-  // Uploads chunks in stored form (id, stored bytes) in one stream.
-  Result<v1::PutChunksResponse> PutChunks(
-      const std::vector<std::pair<std::string, Buffer>>& chunks) const;
+  // Uploads chunks in stored form in one stream, without copying their
+  // bytes (hub::UploadChunks over the channel).
+  Result<v1::PutChunksResponse> PutChunks(std::span<const hub::StoredChunk> chunks) const;
 
   const std::string& address() const { return address_; }
 
  private:
-  HubClient(std::string address, std::unique_ptr<v1::Hub::Stub> stub)
-      : address_(std::move(address)), stub_(std::move(stub)) {}
+  HubClient(std::string address, std::shared_ptr<grpc::Channel> channel)
+      : address_(std::move(address)),
+        channel_(std::move(channel)),
+        stub_(v1::Hub::NewStub(channel_)) {}
 
   static void SetDeadline(grpc::ClientContext* ctx, std::chrono::milliseconds timeout);
   static Status Translate(const grpc::Status& status, const grpc::ClientContext& ctx);
 
   std::string address_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Hub::Stub> stub_;
 };
 

@@ -714,10 +714,11 @@ Status Importer::Impl::Upload(const std::vector<const std::pair<chunk::ChunkId, 
   for (const auto* entry : chunks) {
     if (missing.count(BytesOf(entry->first))) to_send.push_back(entry);
   }
-  std::vector<std::pair<std::string, Buffer>> uploads(to_send.size());
+  std::vector<hub::StoredChunk> uploads(to_send.size());
   GEOFS_RETURN_IF_ERROR(hub::ParallelFor(to_send.size(), options_.compress_threads, [&](size_t i) {
     const auto& [id, raw] = *to_send[i];
-    uploads[i] = {BytesOf(id), chunk::EncodeChunk(raw.span(), options_.codec).bytes};
+    chunk::EncodedParts parts = chunk::EncodeChunkParts(raw, options_.codec);
+    uploads[i] = {BytesOf(id), std::move(parts.header), std::move(parts.payload)};
     return Status::Ok();
   }));
   if (uploads.empty()) return Status::Ok();

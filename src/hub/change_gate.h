@@ -38,6 +38,19 @@ namespace geofs::hub {
 // The origin of changes made by no session (the hub's NFS export).
 inline constexpr uint64_t kNoSession = 0;
 
+// A change run without waiting: the ChangeGate methods given one never
+// block on coherence (the namespace still takes its lock), and hand the
+// change's guard to the caller instead of ending it.
+struct NoWaitChange {
+  // Set when the change would have had to wait (for invalidations, for
+  // another change of its names, for the restart grace): nothing was done,
+  // and the call's result means nothing; run it again without NoWaitChange.
+  bool would_wait = false;
+  // The change's coherence guard once it ran; the caller ends it once the
+  // change is durable.
+  LeaseManager::ChangeGuard guard;
+};
+
 class ChangeGate {
  public:
   // `leases` null: changes run directly (no coherence). REQUIRES: both
@@ -45,32 +58,35 @@ class ChangeGate {
   ChangeGate(meta::Namespace* ns, LeaseManager* leases) : ns_(ns), leases_(leases) {}
 
   Result<vfs::Wcc> SetAttr(uint64_t origin, const vfs::Credentials& cred, const vfs::Handle& h,
-                           const vfs::SetAttrs& attrs, std::optional<WallTime> guard_ctime);
+                           const vfs::SetAttrs& attrs, std::optional<WallTime> guard_ctime,
+                           NoWaitChange* no_wait = nullptr);
   Result<meta::CommitReply> CommitChunkMap(uint64_t origin, const vfs::Credentials& cred,
-                                           const vfs::Handle& h,
-                                           const meta::ChunkMapUpdate& update);
+                                           const vfs::Handle& h, const meta::ChunkMapUpdate& update,
+                                           NoWaitChange* no_wait = nullptr);
   Result<vfs::CreateReply> Create(uint64_t origin, const vfs::Credentials& cred,
                                   const vfs::Handle& dir, std::string_view name,
-                                  const vfs::CreateRequest& req);
+                                  const vfs::CreateRequest& req, NoWaitChange* no_wait = nullptr);
   Result<vfs::CreateReply> Mkdir(uint64_t origin, const vfs::Credentials& cred,
                                  const vfs::Handle& dir, std::string_view name,
-                                 const vfs::SetAttrs& attrs);
+                                 const vfs::SetAttrs& attrs, NoWaitChange* no_wait = nullptr);
   Result<vfs::CreateReply> Symlink(uint64_t origin, const vfs::Credentials& cred,
                                    const vfs::Handle& dir, std::string_view name,
-                                   std::string_view target, const vfs::SetAttrs& attrs);
+                                   std::string_view target, const vfs::SetAttrs& attrs,
+                                   NoWaitChange* no_wait = nullptr);
   Result<vfs::CreateReply> Mknod(uint64_t origin, const vfs::Credentials& cred,
                                  const vfs::Handle& dir, std::string_view name,
-                                 const vfs::MknodRequest& req);
+                                 const vfs::MknodRequest& req, NoWaitChange* no_wait = nullptr);
   Result<vfs::Wcc> Remove(uint64_t origin, const vfs::Credentials& cred, const vfs::Handle& dir,
-                          std::string_view name);
+                          std::string_view name, NoWaitChange* no_wait = nullptr);
   Result<vfs::Wcc> Rmdir(uint64_t origin, const vfs::Credentials& cred, const vfs::Handle& dir,
-                         std::string_view name);
+                         std::string_view name, NoWaitChange* no_wait = nullptr);
   Result<vfs::RenameReply> Rename(uint64_t origin, const vfs::Credentials& cred,
                                   const vfs::Handle& from_dir, std::string_view from_name,
-                                  const vfs::Handle& to_dir, std::string_view to_name);
+                                  const vfs::Handle& to_dir, std::string_view to_name,
+                                  NoWaitChange* no_wait = nullptr);
   Result<vfs::LinkReply> Link(uint64_t origin, const vfs::Credentials& cred,
                               const vfs::Handle& file, const vfs::Handle& dir,
-                              std::string_view name);
+                              std::string_view name, NoWaitChange* no_wait = nullptr);
 
  private:
   using Inos = std::vector<uint64_t>;
@@ -78,20 +94,23 @@ class ChangeGate {
   // Runs `op` under a change of affected() holding the entries `names`
   // (affected() is recomputed once the change began; see above), then
   // leases leased(reply) to `origin`.
+  // With `no_wait`, as described at NoWaitChange.
   template <typename T>
   Result<T> Gated(uint64_t origin, const std::function<Inos()>& affected, const Names& names,
-                  const std::function<Result<T>()>& op,
-                  const std::function<Inos(const T&)>& leased);
+                  const std::function<Result<T>()>& op, const std::function<Inos(const T&)>& leased,
+                  NoWaitChange* no_wait);
   // The inode `name` in `dir` names now, appended to `out` (nothing if none).
   void AddChild(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
                 Inos* out);
   Result<vfs::CreateReply> CreateLike(uint64_t origin, const vfs::Handle& dir,
                                       std::string_view name, const std::function<Inos()>& affected,
-                                      const std::function<Result<vfs::CreateReply>()>& op);
+                                      const std::function<Result<vfs::CreateReply>()>& op,
+                                      NoWaitChange* no_wait);
   // REMOVE or RMDIR (`op`) of `name` in `dir`: changes the directory and the
   // removed inode; leases the directory to `origin`.
   Result<vfs::Wcc> RemoveLike(uint64_t origin, const vfs::Credentials& cred, const vfs::Handle& dir,
-                              std::string_view name, const std::function<Result<vfs::Wcc>()>& op);
+                              std::string_view name, const std::function<Result<vfs::Wcc>()>& op,
+                              NoWaitChange* no_wait);
 
   meta::Namespace* const ns_;
   LeaseManager* const leases_;

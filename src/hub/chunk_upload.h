@@ -2,6 +2,7 @@
 // spoke's journal uploader.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -18,5 +19,26 @@ namespace geofs::hub {
 Status UploadChunks(v1::Hub::StubInterface* stub, grpc::ClientContext* ctx,
                     std::span<const std::pair<std::string, Buffer>> chunks,
                     v1::PutChunksResponse* resp);
+
+// A chunk in stored form as two pieces sent one after the other (the chunk
+// codec's header and payload), so a raw chunk goes out without being
+// copied behind its header.
+struct StoredChunk {
+  std::string id;  // 32-byte binary chunk id
+  Buffer head;
+  Buffer body;
+};
+
+// As above, but the PutChunkRequest messages are framed by hand and gRPC
+// sends the pieces' memory as is: no copy into protobuf strings, none into
+// serialised messages. Each piece's owner is kept alive until gRPC is done
+// with it (possibly after this returns).
+Status UploadChunks(const std::shared_ptr<grpc::ChannelInterface>& channel,
+                    grpc::ClientContext* ctx, std::span<const StoredChunk> chunks,
+                    v1::PutChunksResponse* resp);
+
+// One PutChunkRequest in protobuf wire format, `chunk`'s pieces referenced
+// rather than copied. Exposed for tests.
+grpc::ByteBuffer FramePutChunkRequest(const StoredChunk& chunk);
 
 }  // namespace geofs::hub

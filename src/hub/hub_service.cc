@@ -1,6 +1,13 @@
 // HubService: the namespace operations.
 #include "hub/hub_service.h"
 
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "common/worker_pool.h"
 #include "hub/fs_stats.h"
 #include "hub/proto_convert.h"
 #include "hub/service_util.h"
@@ -22,8 +29,148 @@ constexpr uint32_t kMaxDirPage = 4096;
 
 }  // namespace
 
+class HubService::ChangePipeline {
+ public:
+  ChangePipeline(meta::Namespace* ns, size_t waiting_threads)
+      : ns_(ns),
+        waiting_(waiting_threads),
+        applier_([this] { ApplyLoop(); }),
+        committer_([this] { CommitLoop(); }) {}
+
+  // Answers what was submitted, then stops.
+  ~ChangePipeline() {
+    {
+      std::lock_guard lock(apply_mu_);
+      apply_stopping_ = true;
+    }
+    apply_cv_.notify_one();
+    applier_.join();
+    {
+      std::lock_guard lock(commit_mu_);
+      commit_stopping_ = true;
+    }
+    commit_cv_.notify_one();
+    committer_.join();
+  }
+
+  void Submit(grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor, uint64_t origin,
+              Change change) {
+    {
+      std::lock_guard lock(apply_mu_);
+      to_apply_.push_back(Call{ctx, reactor, origin, std::move(change)});
+    }
+    apply_cv_.notify_one();
+  }
+
+ private:
+  struct Call {
+    grpc::CallbackServerContext* ctx;
+    grpc::ServerUnaryReactor* reactor;
+    uint64_t origin;
+    Change change;
+  };
+  // A change written but maybe not yet durable, and its answer.
+  struct Applied {
+    grpc::CallbackServerContext* ctx;
+    grpc::ServerUnaryReactor* reactor;
+    Status status;
+    LeaseManager::ChangeGuard guard;
+  };
+
+  void ApplyLoop() {
+    std::unique_lock lock(apply_mu_);
+    while (true) {
+      apply_cv_.wait(lock, [this] { return apply_stopping_ || !to_apply_.empty(); });
+      if (to_apply_.empty()) return;
+      std::deque<Call> batch;
+      batch.swap(to_apply_);
+      lock.unlock();
+      for (Call& call : batch) Apply(call);
+      lock.lock();
+    }
+  }
+
+  void Apply(Call& call) {
+    NoWaitChange no_wait;
+    Status status;
+    {
+      meta::Namespace::UnsyncedScope unsynced;
+      status = call.change(call.origin, &no_wait);
+    }
+    if (no_wait.would_wait) {
+      waiting_.Submit([call = std::move(call)] {
+        call.reactor->Finish(service::GrpcStatusFor(call.change(call.origin, nullptr), call.ctx));
+      });
+      return;
+    }
+    {
+      std::lock_guard lock(commit_mu_);
+      to_commit_.push_back(
+          Applied{call.ctx, call.reactor, std::move(status), std::move(no_wait.guard)});
+    }
+    commit_cv_.notify_one();
+  }
+
+  void CommitLoop() {
+    std::unique_lock lock(commit_mu_);
+    while (true) {
+      commit_cv_.wait(lock, [this] { return commit_stopping_ || !to_commit_.empty(); });
+      if (to_commit_.empty()) return;
+      std::vector<Applied> group;
+      group.swap(to_commit_);
+      lock.unlock();
+      // Covers every change of the group (each returned from its write
+      // before it was queued), and whatever a failed change observed.
+      const Status synced = ns_->Sync();
+      for (Applied& a : group) {
+        a.guard.End();
+        const Status& answer = a.status.ok() ? synced : a.status;
+        a.reactor->Finish(service::GrpcStatusFor(answer, a.ctx));
+      }
+      lock.lock();
+    }
+  }
+
+  meta::Namespace* const ns_;
+
+  std::mutex apply_mu_;
+  std::condition_variable apply_cv_;
+  std::deque<Call> to_apply_;    // guarded by apply_mu_
+  bool apply_stopping_ = false;  // guarded by apply_mu_
+
+  std::mutex commit_mu_;
+  std::condition_variable commit_cv_;
+  std::vector<Applied> to_commit_;  // guarded by commit_mu_
+  bool commit_stopping_ = false;    // guarded by commit_mu_
+
+  // Declared before the pipeline's threads, so it outlives them: the
+  // applier hands it work until it stops.
+  WorkerPool waiting_;
+  std::thread applier_;
+  std::thread committer_;
+};
+
 HubService::HubService(meta::Namespace* ns, chunk::ChunkStore* chunks, HubServiceOptions options)
-    : ns_(ns), chunks_(chunks), options_(std::move(options)), gate_(ns, options_.leases) {}
+    : ns_(ns),
+      chunks_(chunks),
+      options_(std::move(options)),
+      gate_(ns, options_.leases),
+      pipeline_(std::make_unique<ChangePipeline>(
+          ns, static_cast<size_t>(std::max(1, options_.waiting_change_threads)))) {}
+
+HubService::~HubService() = default;
+
+grpc::ServerUnaryReactor* HubService::RunChange(grpc::CallbackServerContext* ctx, Change change) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  uint64_t origin = 0;
+  if (auto refused = ChangeOrigin(ctx, &origin)) {
+    reactor->Finish(*refused);
+    return reactor;
+  }
+  // The request, reply and context stay valid until Finish.
+  pipeline_->Submit(ctx, reactor, origin, std::move(change));
+  return reactor;
+}
 
 grpc::Status HubService::GetAttr(grpc::ServerContext* ctx, const v1::GetAttrRequest* req,
                                  v1::GetAttrResponse* resp) {
@@ -36,18 +183,17 @@ grpc::Status HubService::GetAttr(grpc::ServerContext* ctx, const v1::GetAttrRequ
   });
 }
 
-grpc::Status HubService::SetAttr(grpc::ServerContext* ctx, const v1::SetAttrRequest* req,
-                                 v1::SetAttrResponse* resp) {
-  uint64_t origin = 0;
-  if (auto refused = ChangeOrigin(ctx, &origin)) return *refused;
-  return Run(ctx, [&]() -> Status {
+grpc::ServerUnaryReactor* HubService::SetAttr(grpc::CallbackServerContext* ctx,
+                                              const v1::SetAttrRequest* req,
+                                              v1::SetAttrResponse* resp) {
+  return RunChange(ctx, [this, req, resp](uint64_t origin, NoWaitChange* no_wait) -> Status {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     GEOFS_ASSIGN_OR_RETURN(vfs::SetAttrs attrs, FromProto(req->attrs()));
     std::optional<WallTime> guard;
     if (req->has_guard_ctime()) guard = FromProto(req->guard_ctime());
-    GEOFS_ASSIGN_OR_RETURN(vfs::Wcc wcc,
-                           Context(gate_.SetAttr(origin, cred, HandleOf(req->ref()), attrs, guard),
-                                   RefText(req->ref())));
+    GEOFS_ASSIGN_OR_RETURN(vfs::Wcc wcc, Context(gate_.SetAttr(origin, cred, HandleOf(req->ref()),
+                                                               attrs, guard, no_wait),
+                                                 RefText(req->ref())));
     ToProto(wcc, resp->mutable_wcc());
     return Status::Ok();
   });
@@ -145,11 +291,10 @@ grpc::Status HubService::ReadLink(grpc::ServerContext* ctx, const v1::ReadLinkRe
   });
 }
 
-grpc::Status HubService::Create(grpc::ServerContext* ctx, const v1::CreateRequest* req,
-                                v1::CreateResponse* resp) {
-  uint64_t origin = 0;
-  if (auto refused = ChangeOrigin(ctx, &origin)) return *refused;
-  return Run(ctx, [&]() -> Status {
+grpc::ServerUnaryReactor* HubService::Create(grpc::CallbackServerContext* ctx,
+                                             const v1::CreateRequest* req,
+                                             v1::CreateResponse* resp) {
+  return RunChange(ctx, [this, req, resp](uint64_t origin, NoWaitChange* no_wait) -> Status {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     GEOFS_RETURN_IF_ERROR(CheckName(req->name()));
     GEOFS_ASSIGN_OR_RETURN(vfs::FileType type, FromProto(req->type()));
@@ -171,14 +316,15 @@ grpc::Status HubService::Create(grpc::ServerContext* ctx, const v1::CreateReques
           }
           std::copy(req->verifier().begin(), req->verifier().end(), create.verifier.begin());
         }
-        reply = gate_.Create(origin, cred, dir, req->name(), create);
+        reply = gate_.Create(origin, cred, dir, req->name(), create, no_wait);
         break;
       }
       case vfs::FileType::kDirectory:
-        reply = gate_.Mkdir(origin, cred, dir, req->name(), attrs);
+        reply = gate_.Mkdir(origin, cred, dir, req->name(), attrs, no_wait);
         break;
       case vfs::FileType::kSymlink:
-        reply = gate_.Symlink(origin, cred, dir, req->name(), req->symlink_target(), attrs);
+        reply =
+            gate_.Symlink(origin, cred, dir, req->name(), req->symlink_target(), attrs, no_wait);
         break;
       default: {
         vfs::MknodRequest mknod;
@@ -186,7 +332,7 @@ grpc::Status HubService::Create(grpc::ServerContext* ctx, const v1::CreateReques
         mknod.attrs = attrs;
         mknod.rdev_major = req->rdev_major();
         mknod.rdev_minor = req->rdev_minor();
-        reply = gate_.Mknod(origin, cred, dir, req->name(), mknod);
+        reply = gate_.Mknod(origin, cred, dir, req->name(), mknod, no_wait);
         break;
       }
     }
@@ -197,29 +343,28 @@ grpc::Status HubService::Create(grpc::ServerContext* ctx, const v1::CreateReques
   });
 }
 
-grpc::Status HubService::Remove(grpc::ServerContext* ctx, const v1::RemoveRequest* req,
-                                v1::RemoveResponse* resp) {
-  uint64_t origin = 0;
-  if (auto refused = ChangeOrigin(ctx, &origin)) return *refused;
-  return Run(ctx, [&]() -> Status {
+grpc::ServerUnaryReactor* HubService::Remove(grpc::CallbackServerContext* ctx,
+                                             const v1::RemoveRequest* req,
+                                             v1::RemoveResponse* resp) {
+  return RunChange(ctx, [this, req, resp](uint64_t origin, NoWaitChange* no_wait) -> Status {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     GEOFS_RETURN_IF_ERROR(CheckName(req->name()));
     const vfs::Handle dir = HandleOf(req->dir());
     const std::string what = "removing " + Quote(req->name()) + " from " + RefText(req->dir());
-    GEOFS_ASSIGN_OR_RETURN(vfs::Wcc wcc,
-                           Context(req->directory() ? gate_.Rmdir(origin, cred, dir, req->name())
-                                                    : gate_.Remove(origin, cred, dir, req->name()),
-                                   what));
+    GEOFS_ASSIGN_OR_RETURN(
+        vfs::Wcc wcc,
+        Context(req->directory() ? gate_.Rmdir(origin, cred, dir, req->name(), no_wait)
+                                 : gate_.Remove(origin, cred, dir, req->name(), no_wait),
+                what));
     ToProto(wcc, resp->mutable_dir_wcc());
     return Status::Ok();
   });
 }
 
-grpc::Status HubService::Rename(grpc::ServerContext* ctx, const v1::RenameRequest* req,
-                                v1::RenameResponse* resp) {
-  uint64_t origin = 0;
-  if (auto refused = ChangeOrigin(ctx, &origin)) return *refused;
-  return Run(ctx, [&]() -> Status {
+grpc::ServerUnaryReactor* HubService::Rename(grpc::CallbackServerContext* ctx,
+                                             const v1::RenameRequest* req,
+                                             v1::RenameResponse* resp) {
+  return RunChange(ctx, [this, req, resp](uint64_t origin, NoWaitChange* no_wait) -> Status {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     GEOFS_RETURN_IF_ERROR(CheckName(req->from_name()));
     GEOFS_RETURN_IF_ERROR(CheckName(req->to_name()));
@@ -229,7 +374,7 @@ grpc::Status HubService::Rename(grpc::ServerContext* ctx, const v1::RenameReques
     GEOFS_ASSIGN_OR_RETURN(
         vfs::RenameReply reply,
         Context(gate_.Rename(origin, cred, HandleOf(req->from_dir()), req->from_name(),
-                             HandleOf(req->to_dir()), req->to_name()),
+                             HandleOf(req->to_dir()), req->to_name(), no_wait),
                 what));
     ToProto(reply.from_dir_wcc, resp->mutable_from_dir_wcc());
     ToProto(reply.to_dir_wcc, resp->mutable_to_dir_wcc());
@@ -237,19 +382,17 @@ grpc::Status HubService::Rename(grpc::ServerContext* ctx, const v1::RenameReques
   });
 }
 
-grpc::Status HubService::Link(grpc::ServerContext* ctx, const v1::LinkRequest* req,
-                              v1::LinkResponse* resp) {
-  uint64_t origin = 0;
-  if (auto refused = ChangeOrigin(ctx, &origin)) return *refused;
-  return Run(ctx, [&]() -> Status {
+grpc::ServerUnaryReactor* HubService::Link(grpc::CallbackServerContext* ctx,
+                                           const v1::LinkRequest* req, v1::LinkResponse* resp) {
+  return RunChange(ctx, [this, req, resp](uint64_t origin, NoWaitChange* no_wait) -> Status {
     GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
     GEOFS_RETURN_IF_ERROR(CheckName(req->name()));
     const std::string what = "linking " + RefText(req->file()) + " as " + Quote(req->name()) +
                              " in " + RefText(req->dir());
-    GEOFS_ASSIGN_OR_RETURN(
-        vfs::LinkReply reply,
-        Context(gate_.Link(origin, cred, HandleOf(req->file()), HandleOf(req->dir()), req->name()),
-                what));
+    GEOFS_ASSIGN_OR_RETURN(vfs::LinkReply reply,
+                           Context(gate_.Link(origin, cred, HandleOf(req->file()),
+                                              HandleOf(req->dir()), req->name(), no_wait),
+                                   what));
     if (reply.file_attr) ToProto(*reply.file_attr, resp->mutable_file_attr());
     ToProto(reply.dir_wcc, resp->mutable_dir_wcc());
     return Status::Ok();

@@ -1,6 +1,13 @@
 // HubService: the gRPC API of proto/hub.proto over the hub's Namespace and
-// ChunkStore (the synchronous gRPC service API; the server's thread pool
-// runs calls in parallel).
+// ChunkStore. Namespace changes (SetAttr, Create, Remove, Rename, Link) use
+// gRPC's callback API and a commit pipeline: one thread applies, one after
+// the other, the changes that need not wait for coherence (unsynced), and
+// another makes each group of them durable with one sync and then answers
+// them; a change that must wait (invalidations, another change of its
+// names) runs on a worker thread the ordinary way. So the common change
+// needs no thread of its own and meets no lock contention, and every change
+// is durable before it is answered. The other calls use the synchronous API
+// (the server's thread pool runs them in parallel).
 //
 // Every request is validated before anything changes: FileRefs that name no
 // live object are NOT_FOUND "stale"; names must be single path components of
@@ -20,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +57,10 @@ struct HubServiceOptions {
   // Null: no Session stream (UNIMPLEMENTED) and no leases; changes are not
   // gated. REQUIRES: outlives the service.
   LeaseManager* leases = nullptr;
+  // Threads running the changes that must wait for coherence: as many
+  // such changes are in progress at once (more wait in FIFO order; the
+  // pipeline's changes do not).
+  int waiting_change_threads = 32;
 };
 
 // The metadata key naming the caller's session on unary calls.
@@ -58,15 +70,31 @@ inline constexpr char kSessionKey[] = "geofs-session";
 // a hub restart), ended, or replaced. The spoke must reopen its session.
 inline constexpr char kNoSessionToken[] = "no_session";
 
-class HubService final : public v1::Hub::Service {
+// The generated service with the change methods switched to the callback API.
+using HubServiceBase = v1::Hub::WithCallbackMethod_SetAttr<
+    v1::Hub::WithCallbackMethod_Create<v1::Hub::WithCallbackMethod_Remove<
+        v1::Hub::WithCallbackMethod_Rename<v1::Hub::WithCallbackMethod_Link<v1::Hub::Service>>>>>;
+
+class HubService final : public HubServiceBase {
  public:
   // REQUIRES: `ns` and `chunks` outlive the service.
   HubService(meta::Namespace* ns, chunk::ChunkStore* chunks, HubServiceOptions options = {});
+  ~HubService() override;
+
+  // Namespace changes (callback API).
+  grpc::ServerUnaryReactor* SetAttr(grpc::CallbackServerContext* ctx, const v1::SetAttrRequest* req,
+                                    v1::SetAttrResponse* resp) override;
+  grpc::ServerUnaryReactor* Create(grpc::CallbackServerContext* ctx, const v1::CreateRequest* req,
+                                   v1::CreateResponse* resp) override;
+  grpc::ServerUnaryReactor* Remove(grpc::CallbackServerContext* ctx, const v1::RemoveRequest* req,
+                                   v1::RemoveResponse* resp) override;
+  grpc::ServerUnaryReactor* Rename(grpc::CallbackServerContext* ctx, const v1::RenameRequest* req,
+                                   v1::RenameResponse* resp) override;
+  grpc::ServerUnaryReactor* Link(grpc::CallbackServerContext* ctx, const v1::LinkRequest* req,
+                                 v1::LinkResponse* resp) override;
 
   grpc::Status GetAttr(grpc::ServerContext* ctx, const v1::GetAttrRequest* req,
                        v1::GetAttrResponse* resp) override;
-  grpc::Status SetAttr(grpc::ServerContext* ctx, const v1::SetAttrRequest* req,
-                       v1::SetAttrResponse* resp) override;
   grpc::Status Lookup(grpc::ServerContext* ctx, const v1::LookupRequest* req,
                       v1::LookupResponse* resp) override;
   grpc::Status ResolvePath(grpc::ServerContext* ctx, const v1::ResolvePathRequest* req,
@@ -75,14 +103,6 @@ class HubService final : public v1::Hub::Service {
                       v1::AccessResponse* resp) override;
   grpc::Status ReadLink(grpc::ServerContext* ctx, const v1::ReadLinkRequest* req,
                         v1::ReadLinkResponse* resp) override;
-  grpc::Status Create(grpc::ServerContext* ctx, const v1::CreateRequest* req,
-                      v1::CreateResponse* resp) override;
-  grpc::Status Remove(grpc::ServerContext* ctx, const v1::RemoveRequest* req,
-                      v1::RemoveResponse* resp) override;
-  grpc::Status Rename(grpc::ServerContext* ctx, const v1::RenameRequest* req,
-                      v1::RenameResponse* resp) override;
-  grpc::Status Link(grpc::ServerContext* ctx, const v1::LinkRequest* req,
-                    v1::LinkResponse* resp) override;
   grpc::Status ReadDir(grpc::ServerContext* ctx, const v1::ReadDirRequest* req,
                        v1::ReadDirResponse* resp) override;
   grpc::Status FsStat(grpc::ServerContext* ctx, const v1::FsStatRequest* req,
@@ -117,12 +137,20 @@ class HubService final : public v1::Hub::Service {
                          const std::function<Result<Inos>()>& read);
   // The origin session of a change call: 0 if untagged. The grpc::Status
   // to answer instead when the tag is malformed or names no open session.
-  std::optional<grpc::Status> ChangeOrigin(grpc::ServerContext* ctx, uint64_t* origin);
+  std::optional<grpc::Status> ChangeOrigin(grpc::ServerContextBase* ctx, uint64_t* origin);
+  // A change call's work: `no_wait` as in ChangeGate (null: may wait).
+  using Change = std::function<Status(uint64_t origin, NoWaitChange* no_wait)>;
+  class ChangePipeline;  // hub_service.cc
+  // Answers a change call: checks its origin, then runs `change` through
+  // the pipeline and finishes the call with its status.
+  grpc::ServerUnaryReactor* RunChange(grpc::CallbackServerContext* ctx, Change change);
 
   meta::Namespace* const ns_;
   chunk::ChunkStore* const chunks_;
   const HubServiceOptions options_;
   ChangeGate gate_;
+  // Last: destroyed first, while what its changes use is alive.
+  std::unique_ptr<ChangePipeline> pipeline_;
 };
 
 }  // namespace geofs::hub

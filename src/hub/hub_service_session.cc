@@ -85,7 +85,7 @@ class Outbox {
 };
 
 // The session a call is tagged with; 0 if untagged.
-Result<uint64_t> SessionOf(const grpc::ServerContext* ctx) {
+Result<uint64_t> SessionOf(const grpc::ServerContextBase* ctx) {
   const auto& metadata = ctx->client_metadata();
   auto it = metadata.find(kSessionKey);
   if (it == metadata.end()) return uint64_t{0};
@@ -99,7 +99,7 @@ Result<uint64_t> SessionOf(const grpc::ServerContext* ctx) {
   return session;
 }
 
-grpc::Status NoSession(grpc::ServerContext* ctx, uint64_t session) {
+grpc::Status NoSession(grpc::ServerContextBase* ctx, uint64_t session) {
   ctx->AddTrailingMetadata(kGeofsCodeKey, kNoSessionToken);
   return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                       std::string(kNoSessionToken) + ": session " + std::to_string(session) +
@@ -150,11 +150,12 @@ grpc::Status HubService::RunLeased(grpc::ServerContext* ctx, Inos first,
   return ToGrpcStatus(Status::Unavailable("the names read keep changing; retry"), ctx);
 }
 
-std::optional<grpc::Status> HubService::ChangeOrigin(grpc::ServerContext* ctx, uint64_t* origin) {
+std::optional<grpc::Status> HubService::ChangeOrigin(grpc::ServerContextBase* ctx,
+                                                     uint64_t* origin) {
   *origin = 0;
   if (options_.leases == nullptr) return std::nullopt;
   Result<uint64_t> tagged = SessionOf(ctx);
-  if (!tagged.ok()) return ToGrpcStatus(tagged.status(), ctx);
+  if (!tagged.ok()) return service::GrpcStatusFor(tagged.status(), ctx);
   if (*tagged != 0 && !options_.leases->IsOpen(*tagged)) return NoSession(ctx, *tagged);
   *origin = *tagged;
   return std::nullopt;

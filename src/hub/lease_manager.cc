@@ -396,6 +396,32 @@ Result<LeaseManager::ChangeGuard> LeaseManager::BeginChange(std::span<const uint
   return guard;
 }
 
+std::optional<LeaseManager::ChangeGuard> LeaseManager::TryBeginChange(
+    std::span<const uint64_t> inos, uint64_t origin_session, std::span<const std::string> names) {
+  std::vector<uint64_t> change = Distinct(inos);
+  std::vector<std::string> held(names.begin(), names.end());
+  std::sort(held.begin(), held.end());
+  held.erase(std::unique(held.begin(), held.end()), held.end());
+  std::lock_guard lock(mu_);
+  if (Now() < grace_until_ || ChangeMustWait(change, held)) return std::nullopt;
+  for (uint64_t ino : change) {
+    auto h = holders_.find(ino);
+    if (h == holders_.end()) continue;
+    for (uint64_t sid : h->second) {
+      if (sid != origin_session) return std::nullopt;
+    }
+  }
+  for (const auto& [seq, wait] : outstanding_) {
+    for (uint64_t ino : wait.inos) {
+      if (std::binary_search(change.begin(), change.end(), ino)) return std::nullopt;
+    }
+  }
+  for (uint64_t ino : change) busy_[ino].origins.push_back(origin_session);
+  names_.insert(held.begin(), held.end());
+  ++changes_;
+  return ChangeGuard(this, std::move(change), std::move(held), origin_session);
+}
+
 void LeaseManager::EndChange(const std::vector<uint64_t>& inos,
                              const std::vector<std::string>& names, uint64_t origin) {
   std::lock_guard lock(mu_);

@@ -40,6 +40,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -167,6 +168,14 @@ class LeaseManager {
   // (changes would deadlock) and no namespace lock.
   Result<ChangeGuard> BeginChange(std::span<const uint64_t> inos, uint64_t origin_session,
                                   std::span<const std::string> names = {});
+
+  // BeginChange if it can go ahead at once: nothing to wait out (restart
+  // grace, another change's names, waiting grants) and nobody to invalidate
+  // (no other session holds a lease on `inos`, expired or not, and no
+  // invalidation of them is outstanding). nullopt otherwise, having done
+  // nothing. Never waits.
+  std::optional<ChangeGuard> TryBeginChange(std::span<const uint64_t> inos, uint64_t origin_session,
+                                            std::span<const std::string> names = {});
 
   // --- Write leases.
   // Gives `session` the write lease on `ino` for one TTL: at once if no

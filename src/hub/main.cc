@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "chunk/allocator_tuning.h"
 #include "chunk/chunk_store.h"
 #include "common/logging.h"
 #include "common/stop_signals.h"
@@ -210,6 +211,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
 }  // namespace geofs
 
 int main(int argc, char** argv) {
+  geofs::chunk::TuneAllocatorForChunkTraffic();
   geofs::Flags flags;
   CLI::App app{"geofs-hubd: the geofs hub (namespace, chunks, gRPC API, NFSv3 export)"};
   app.add_option("--data-dir", flags.data_dir,

@@ -34,6 +34,9 @@ uint64_t GetBigEndian64(const uint8_t* in) {
   return v;
 }
 
+// Set while an UnsyncedScope lives on this thread.
+thread_local bool t_unsynced = false;
+
 uint64_t RandomSalt() {
   std::random_device rd;
   return (uint64_t{rd()} << 32) ^ rd();
@@ -173,11 +176,17 @@ Status Namespace::Commit(Txn& txn, std::unique_lock<std::mutex>& lock, bool sync
     stats_ = txn.stats();
   }
   lock.unlock();
-  if (!sync) return Status::Ok();
+  if (!sync || t_unsynced) return Status::Ok();
   // Even a change that wrote nothing answers only once what it saw is
   // durable (an EXCLUSIVE replay must not confirm a create still in flight).
   return store_->Sync();
 }
+
+Namespace::UnsyncedScope::UnsyncedScope() : previous_(t_unsynced) { t_unsynced = true; }
+
+Namespace::UnsyncedScope::~UnsyncedScope() { t_unsynced = previous_; }
+
+Status Namespace::Sync() { return store_->Sync(); }
 
 Namespace::InodeRecord* Namespace::NewInode(Txn& txn, vfs::FileType type, uint32_t mode,
                                             uint32_t uid, uint32_t gid) {

@@ -209,6 +209,24 @@ class Namespace {
   Result<bool> CollectOrphan(const ChunkId& id, uint64_t size, WallTime stored_at,
                              const std::function<Status(const ChunkId&)>& delete_fn);
 
+  // --- Pipelined commits.
+  // While an UnsyncedScope lives on a thread, the changes that thread makes
+  // return once written (visible, each still one atomic batch) but before
+  // they are durable; the caller makes them durable with Sync() before it
+  // acknowledges them, so that one sync covers a whole group of changes.
+  class UnsyncedScope {
+   public:
+    UnsyncedScope();
+    ~UnsyncedScope();
+    UnsyncedScope(const UnsyncedScope&) = delete;
+    UnsyncedScope& operator=(const UnsyncedScope&) = delete;
+
+   private:
+    bool previous_;
+  };
+  // Makes every change that returned before this call durable.
+  Status Sync();
+
   // --- Whole-namespace views.
   Result<NamespaceStats> Stats();
   // Walks every record of a snapshot and returns each broken invariant it

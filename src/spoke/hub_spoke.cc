@@ -1,5 +1,7 @@
 #include "spoke/hub_spoke.h"
 
+#include <absl/synchronization/mutex.h>
+
 #include <cctype>
 #include <filesystem>
 #include <thread>
@@ -57,6 +59,10 @@ Result<uint64_t> ParseByteSize(std::string_view text) {
 
 Result<std::unique_ptr<HubSpoke>> HubSpoke::Open(const HubSpokeOptions& options,
                                                  std::chrono::milliseconds connect_timeout) {
+  // Debian builds Abseil without NDEBUG, so every absl::Mutex that gRPC
+  // locks would also walk a global lock-order graph under a global spin
+  // lock (deadlock detection): a few percent of the CPU of each hub call.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::unique_ptr<HubSpoke> spoke(new HubSpoke(options));
   std::error_code ec;
   std::filesystem::create_directories(spoke->state_dir(), ec);

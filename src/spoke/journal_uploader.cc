@@ -39,6 +39,10 @@ bool Transient(const Status& s) {
   return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded;
 }
 
+int64_t Millis(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
 bool Gone(const Status& s) {
   return s.code() == StatusCode::kStale || s.code() == StatusCode::kNotFound;
 }
@@ -78,6 +82,61 @@ struct FileVersion {
   WallTime mtime;  // what the writes' replies told clients; zero: the hub's clock
 };
 
+// Reused storage for windows read from the journal. Fresh memory is what
+// made reading a window expensive: every new page faults and is zeroed (and
+// on a VM that hands freed pages back to its host, faults there as well),
+// which cost more than the read, the chunking and the hashing together;
+// a reused block is mapped already. One block holds a whole window, however
+// many ranges the journal returns for it, so memory stays bounded by the
+// windows in flight. Thread-safe; a block lives on (and comes back here)
+// while any slice of it does, even after the pool is gone.
+class WindowPool {
+ public:
+  WindowPool(size_t block_bytes, size_t max_idle)
+      : shelf_(std::make_shared<Shelf>(block_bytes, max_idle)) {}
+
+  // A block of block_bytes, writable through `*out` until it is shared.
+  Buffer Take(uint8_t** out) {
+    std::unique_ptr<uint8_t[]> block;
+    {
+      std::lock_guard lock(shelf_->mu);
+      if (!shelf_->idle.empty()) {
+        block = std::move(shelf_->idle.back());
+        shelf_->idle.pop_back();
+      }
+    }
+    if (!block) block.reset(new uint8_t[shelf_->block_bytes]);
+    uint8_t* p = block.release();
+    *out = p;
+    std::shared_ptr<const void> owner(
+        p, [shelf = shelf_](const void* q) { shelf->Return(static_cast<const uint8_t*>(q)); });
+    return Buffer(std::move(owner), p, shelf_->block_bytes);
+  }
+
+  // Frees the idle blocks (nothing to upload for now).
+  void Trim() {
+    std::vector<std::unique_ptr<uint8_t[]>> idle;
+    std::lock_guard lock(shelf_->mu);
+    idle.swap(shelf_->idle);
+  }
+
+ private:
+  struct Shelf {
+    Shelf(size_t block, size_t max) : block_bytes(block), max_idle(max) {}
+    void Return(const uint8_t* q) {
+      std::unique_ptr<uint8_t[]> block(const_cast<uint8_t*>(q));
+      std::lock_guard lock(mu);
+      if (idle.size() < max_idle) idle.push_back(std::move(block));
+    }
+
+    const size_t block_bytes;
+    const size_t max_idle;
+    std::mutex mu;
+    std::vector<std::unique_ptr<uint8_t[]>> idle;  // guarded by mu
+  };
+  std::shared_ptr<Shelf> shelf_;
+};
+
 }  // namespace
 
 Status JournalUploaderOptions::Validate() const {
@@ -99,7 +158,11 @@ class JournalUploader::Impl {
  public:
   Impl(WriteJournal* journal, v1::Hub::StubInterface* hub, UploaderHooks hooks,
        JournalUploaderOptions options)
-      : journal_(journal), hub_(hub), hooks_(std::move(hooks)), options_(std::move(options)) {
+      : journal_(journal),
+        hub_(hub),
+        hooks_(std::move(hooks)),
+        options_(std::move(options)),
+        windows_(options_.window_bytes, options_.windows_in_flight) {
     for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Loop(); });
   }
   ~Impl() { Stop(); }
@@ -183,6 +246,7 @@ class JournalUploader::Impl {
   const UploaderHooks hooks_;
   const JournalUploaderOptions options_;
   std::shared_ptr<spdlog::logger> log_ = GetLogger("spoke.uploader");
+  mutable WindowPool windows_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -207,6 +271,7 @@ void JournalUploader::Impl::Loop() {
     std::optional<Job> job = NextJob(Clock::now());
     if (!job) {
       if (stopping_) return;  // nothing left that can be uploaded now
+      if (watch_.empty()) windows_.Trim();
       cv_.wait_for(lock, options_.poll_interval);
       continue;
     }
@@ -333,32 +398,55 @@ JournalUploader::Impl::Outcome JournalUploader::Impl::UploadFile(const FileKey& 
   std::atomic<bool> abandon{false};
   size_t next = 0;
   std::vector<CommitPart> history;
+  // Windows still staging hold their data; staged ones wait for their
+  // commit with only their extents. Only the former count against
+  // windows_in_flight: windows staged together share the link and finish
+  // together, so if the staged ones counted, the link would idle during
+  // every commit.
+  const auto wif = static_cast<size_t>(options_.windows_in_flight);
+  auto room = [&] {
+    size_t busy = 0;
+    for (const Staging& st : staging) {
+      if (st.parts.wait_for(std::chrono::seconds(0)) == std::future_status::timeout) ++busy;
+    }
+    return busy < wif && staging.size() < 2 * wif;
+  };
   while (s.ok()) {
     // A stream that keeps writing: its windows filled since the pass began
     // join the pass, so the pipeline does not drain between passes.
-    if (!whole && next == windows.size() &&
-        staging.size() < static_cast<size_t>(options_.windows_in_flight)) {
+    if (!whole && next == windows.size() && room()) {
       const Window& last = windows.back();
       for (const Window& w : CutWindows(file, false, last.offset + last.length)) {
         windows.push_back(w);
       }
     }
-    while (next < windows.size() &&
-           staging.size() < static_cast<size_t>(options_.windows_in_flight)) {
+    while (next < windows.size() && room()) {
       const Window w = windows[next++];
       staging.push_back({w, std::async(std::launch::async, [this, &file, w, &abandon] {
                            return Stage(file, w, abandon);
                          })});
     }
     if (staging.empty()) break;
+    // While the oldest window stages, keep launching windows as others
+    // finish staging or as the stream fills them.
+    const bool more = !whole || next < windows.size();
+    if (more &&
+        staging.front().parts.wait_for(options_.poll_interval) == std::future_status::timeout) {
+      continue;
+    }
     Result<std::vector<CommitPart>> parts = staging.front().parts.get();
     s = parts.status();
     if (s.ok() && Quitting()) s = Status::Unavailable("uploader stopping");
+    const auto commit_start = Clock::now();
     for (size_t k = 0; s.ok() && k < parts->size(); ++k) {
       s = Commit(file, (*parts)[k], &fv, &history);
     }
+    const auto committed_at = Clock::now();
     const Window& w = staging.front().window;
     if (s.ok()) s = journal_->ReleaseRange(file, w.upto_seq, w.offset, w.length);
+    log_->debug("{} window at {}: committed in {} ms, released in {} ms ({} windows staged)",
+                Name(file), w.offset, Millis(committed_at - commit_start),
+                Millis(Clock::now() - committed_at), staging.size());
     staging.pop_front();
   }
   if (!s.ok()) {
@@ -376,16 +464,31 @@ Result<std::vector<CommitPart>> JournalUploader::Impl::Stage(const FileKey& file
                                                              const std::atomic<bool>& abandon) {
   const Status abandoned = Status::Aborted("an earlier window of " + Name(file) + " failed");
   if (abandon) return abandoned;
+  const auto start = Clock::now();
   GEOFS_ASSIGN_OR_RETURN(Prepared prepared, Prepare(file, window.offset, window.length));
+  const auto prepared_at = Clock::now();
   if (abandon) return abandoned;
   GEOFS_RETURN_IF_ERROR(UploadChunks(prepared));
+  log_->debug("{} window at {}: read and hashed in {} ms, uploaded in {} ms", Name(file),
+              window.offset, Millis(prepared_at - start), Millis(Clock::now() - prepared_at));
   return std::move(prepared.parts);
 }
 
 Result<Prepared> JournalUploader::Impl::Prepare(const FileKey& file, uint64_t offset,
                                                 uint64_t length) const {
   Prepared out;
-  for (PendingRange& range : journal_->Read(file, offset, length)) {
+  // The window's ranges are carved from one pooled block (length <=
+  // window_bytes, the block's size).
+  uint8_t* base;
+  const Buffer block = windows_.Take(&base);
+  size_t used = 0;
+  auto carve = [&](size_t n, uint8_t** p) {
+    if (used + n > block.size()) return Buffer::Allocate(n, p);
+    *p = base + used;
+    used += n;
+    return block.Slice(used - n, n);
+  };
+  for (PendingRange& range : journal_->Read(file, offset, length, carve)) {
     const std::vector<size_t> lengths = chunk::ChunkLengths(range.data.span(), options_.chunker);
     std::vector<uint64_t> starts(lengths.size());
     for (size_t i = 1; i < lengths.size(); ++i) starts[i] = starts[i - 1] + lengths[i - 1];

@@ -8,7 +8,10 @@
 // content-defined chunker, hash the chunks, ask the hub which it lacks
 // (FindMissingChunks), compress and upload only those (PutChunks). Up to
 // windows_in_flight windows stage at once, so the link stays busy across
-// the round trips of each window's calls and of the commits. Commits go
+// the round trips of each window's calls and of the commits; a staged
+// window waiting for its commit holds no data and no slot (at most twice
+// windows_in_flight are open). Each window is read into a reused block of
+// window_bytes. Commits go
 // strictly in window order: window i's byte range is replaced in one
 // CommitFile checked against the file's version, and ReleaseRange()d, only
 // after windows 0..i-1 are committed and window i's chunks are all at the
@@ -77,7 +80,9 @@ struct JournalUploaderOptions {
   uint64_t window_bytes = 32ull << 20;
   // Windows of one file staged (read, hashed, compressed, uploaded) at
   // once; memory is bounded by about twice windows_in_flight x window_bytes
-  // (the journal's data and its compressed form). The bytes in flight must
+  // (the journal's data and its compressed form), and up to
+  // windows_in_flight blocks of window_bytes stay allocated for reuse while
+  // anything is pending. The bytes in flight must
   // cover the link's bandwidth-delay product several times over, and each
   // window's round trips (FindMissingChunks, the end of PutChunks,
   // CommitFile) must hide behind the other windows' transfers: 4 x 32 MiB

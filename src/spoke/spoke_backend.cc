@@ -2,6 +2,7 @@
 #include "spoke/spoke_backend.h"
 
 #include "common/logging.h"
+#include "common/worker_pool.h"
 #include "spoke/chunk_fetcher.h"
 #include "spoke/journal_uploader.h"
 #include "spoke/metadata_cache.h"
@@ -11,6 +12,11 @@
 namespace geofs::spoke {
 
 using v1::Hub;
+
+namespace {
+// Changes waiting at once for files' journalled writes to reach the hub.
+constexpr size_t kFlusherThreads = 4;
+}  // namespace
 
 SpokeBackend::SpokeBackend(HubLink* link, cache::ChunkCache* cache, WriteJournal* journal,
                            SpokeBackendOptions options)
@@ -51,6 +57,7 @@ void SpokeBackend::StartUploader() {
   };
   hooks.decorate = [this](grpc::ClientContext* ctx) { link_->Decorate(ctx); };
   uploader_ = std::make_unique<JournalUploader>(journal_, link_->stub(), std::move(hooks));
+  flushers_ = std::make_unique<WorkerPool>(kFlusherThreads);
 }
 
 void SpokeBackend::AttachSessionHandlers() {

@@ -43,6 +43,10 @@ namespace geofs::v1 {
 class CreateRequest;
 }  // namespace geofs::v1
 
+namespace geofs {
+class WorkerPool;
+}  // namespace geofs
+
 namespace geofs::spoke {
 
 class HubLink;
@@ -104,6 +108,10 @@ class SpokeBackend : public vfs::Backend {
   // Read serves page-cache hits with non-blocking reads and sends cache
   // misses to io_uring or the hub, calling back from their threads.
   bool QuickReads() const override { return true; }
+  // Changes send an asynchronous hub request and return; the rare change
+  // that must first wait for the file's journalled writes to reach the hub
+  // (a truncation) waits on flushers_, not on the caller's thread.
+  bool QuickChanges() const override { return true; }
   Result<vfs::Handle> Root() override;
   void GetAttr(const vfs::Credentials& cred, const vfs::Handle& h,
                vfs::Callback<vfs::Attr> cb) override;
@@ -170,6 +178,9 @@ class SpokeBackend : public vfs::Backend {
 
   // FetchAttr, waiting. REQUIRES: not on a gRPC thread.
   Result<vfs::Attr> AttrSync(const vfs::Credentials& cred, const FileKey& key);
+  // Sends the SETATTR; answers `cb` and drops the file's entries.
+  void SetAttrAtHub(const vfs::Credentials& cred, const FileKey& key, const vfs::SetAttrs& attrs,
+                    std::optional<WallTime> guard_ctime, vfs::Callback<vfs::Wcc> cb);
   // Sends a CREATE-like request; answers `cb` and drops the directory's
   // entries.
   void CreateAtHub(const FileKey& dir, const v1::CreateRequest& req,
@@ -179,7 +190,8 @@ class SpokeBackend : public vfs::Backend {
   void RemoveAtHub(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
                    bool directory, vfs::Callback<vfs::Wcc> cb);
   // Commits journalled writes preceding a truncation of the file `name`
-  // in `dir` (CREATE over an existing file). REQUIRES: not on a gRPC thread.
+  // in `dir` (CREATE over an existing file). Blocks: runs on flushers_.
+  // REQUIRES: uploader_.
   Status FlushBeforeTruncate(const vfs::Credentials& cred, const FileKey& dir,
                              std::string_view name);
 
@@ -199,8 +211,12 @@ class SpokeBackend : public vfs::Backend {
   // Per file: where the next sequential read would start.
   std::unordered_map<uint64_t, uint64_t> next_offset_;  // guarded by readahead_mu_
   // Commits the journal at the hub in the background; null without a
-  // journal. Last: stopped before the caches its hooks update go.
+  // journal. Stopped before the caches its hooks update go.
   std::unique_ptr<JournalUploader> uploader_;
+  // Runs the changes that wait for a file's journalled writes to reach the
+  // hub first (uploader_->Flush blocks). Last: its queued changes finish
+  // before the uploader and the caches go.
+  std::unique_ptr<WorkerPool> flushers_;
 };
 
 }  // namespace geofs::spoke

@@ -1,16 +1,20 @@
 // SpokeBackend: namespace changes, WRITE and COMMIT.
 //
-// Changes go to the hub synchronously (tagged with the session, so the hub
-// does not invalidate us for our own change) and drop the entries they
-// affect. WRITE appends to the WriteJournal; FILE_SYNC/DATA_SYNC writes and
-// COMMIT are answered once the journal is synced (durable on this spoke),
-// and the JournalUploader commits the data at the hub in the background.
-// Reads through this spoke see pending data at once (the journal overlays
-// the hub's data and size); other spokes see it once it is committed at the
+// Changes go to the hub as asynchronous calls, answered when the hub has
+// committed them (tagged with the session, so the hub does not invalidate
+// us for our own change), and drop the entries they affect. They run on
+// the front end's network threads (QuickChanges), except the few that must
+// first wait for journalled writes, which wait on flushers_. WRITE appends
+// to the WriteJournal; FILE_SYNC/DATA_SYNC writes and COMMIT are answered
+// once the journal is synced (durable on this spoke), and the
+// JournalUploader commits the data at the hub in the background. Reads
+// through this spoke see pending data at once (the journal overlays the
+// hub's data and size); other spokes see it once it is committed at the
 // hub. A change whose meaning depends on the data being at the hub first (a
 // truncation) flushes the file's pending writes before it is sent.
 #include <future>
 
+#include "common/worker_pool.h"
 #include "hub/proto_convert.h"
 #include "spoke/journal_uploader.h"
 #include "spoke/metadata_cache.h"
@@ -71,14 +75,24 @@ void SpokeBackend::SetAttr(const vfs::Credentials& cred, const vfs::Handle& h,
   // and an explicit mtime must not be overwritten when they reach the hub.
   if ((attrs.size || attrs.mtime_how != vfs::TimeUpdate::kDontChange) && uploader_ &&
       journal_->Pending(*key)) {
-    if (Status s = uploader_->Flush(*key, kFlushTimeout); !s.ok()) return cb(s);
+    flushers_->Submit([this, cred, key = *key, attrs, guard_ctime, cb = std::move(cb)]() mutable {
+      if (Status s = uploader_->Flush(key, kFlushTimeout); !s.ok()) return cb(s);
+      SetAttrAtHub(cred, key, attrs, guard_ctime, std::move(cb));
+    });
+    return;
   }
+  SetAttrAtHub(cred, *key, attrs, guard_ctime, std::move(cb));
+}
+
+void SpokeBackend::SetAttrAtHub(const vfs::Credentials& cred, const FileKey& key,
+                                const vfs::SetAttrs& attrs, std::optional<WallTime> guard_ctime,
+                                vfs::Callback<vfs::Wcc> cb) {
   auto req = WithCred<v1::SetAttrRequest>(cred);
-  *req.mutable_ref() = ToProto(*key);
+  *req.mutable_ref() = ToProto(key);
   ToProto(attrs, req.mutable_attrs());
   if (guard_ctime) *req.mutable_guard_ctime() = hub::ToProto(*guard_ctime);
   link_->Call(&Hub::Stub::async::SetAttr, std::move(req),
-              [this, key = *key, cb = std::move(cb)](Result<v1::SetAttrResponse> r, Grant) {
+              [this, key, cb = std::move(cb)](Result<v1::SetAttrResponse> r, Grant) {
                 meta_->Invalidate(key.ino);
                 if (!r.ok()) return cb(r.status());
                 cb(FromProto(r->wcc()));
@@ -99,7 +113,6 @@ void SpokeBackend::CreateAtHub(const FileKey& dir, const v1::CreateRequest& req,
 
 Status SpokeBackend::FlushBeforeTruncate(const vfs::Credentials& cred, const FileKey& dir,
                                          std::string_view name) {
-  if (!uploader_ || journal_->Stats().pending_files == 0) return Status::Ok();
   auto req = WithCred<v1::LookupRequest>(cred);
   *req.mutable_dir() = ToProto(dir);
   req.set_name(std::string(name));
@@ -118,13 +131,21 @@ void SpokeBackend::Create(const vfs::Credentials& cred, const vfs::Handle& dir,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
-  if (create.mode != vfs::CreateMode::kExclusive && create.attrs.size) {
-    if (Status s = FlushBeforeTruncate(cred, *dkey, name); !s.ok()) return cb(s);
-  }
   auto req = CreateRequestFor(cred, *dkey, name, v1::REGULAR, create.attrs);
   req.set_mode(static_cast<v1::CreateMode>(create.mode));
   if (create.mode == vfs::CreateMode::kExclusive) {
     req.set_verifier(create.verifier.data(), create.verifier.size());
+  }
+  // A CREATE that truncates an existing file must first commit its
+  // journalled writes: that may wait, so it waits on a flusher thread.
+  if (create.mode != vfs::CreateMode::kExclusive && create.attrs.size && uploader_ &&
+      journal_->Stats().pending_files > 0) {
+    flushers_->Submit([this, cred, dkey = *dkey, name = std::string(name), req = std::move(req),
+                       cb = std::move(cb)]() mutable {
+      if (Status s = FlushBeforeTruncate(cred, dkey, name); !s.ok()) return cb(s);
+      CreateAtHub(dkey, req, std::move(cb));
+    });
+    return;
   }
   CreateAtHub(*dkey, req, std::move(cb));
 }

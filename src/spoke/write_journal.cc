@@ -139,8 +139,9 @@ struct Segment {
   uint64_t number = 0;
   std::string path;
   int fd = -1;
-  uint64_t size = 0;  // bytes of whole records; guarded by the journal's mu_
-  uint64_t live = 0;  // index pieces pointing into it; guarded by mu_
+  uint64_t size = 0;      // bytes of whole records; guarded by the journal's mu_
+  uint64_t live = 0;      // index pieces pointing into it; guarded by mu_
+  uint64_t flushing = 0;  // writeback started up to here; guarded by mu_
 
   ~Segment() {
     if (fd >= 0) ::close(fd);
@@ -177,8 +178,9 @@ class LogJournal final : public WriteJournal {
   Result<uint64_t> Append(const FileKey& file, uint64_t offset, std::span<const uint8_t> data,
                           WallTime mtime) override;
   Status Sync() override;
-  std::vector<PendingRange> Read(const FileKey& file, uint64_t offset,
-                                 uint64_t length) const override;
+  using WriteJournal::Read;
+  std::vector<PendingRange> Read(const FileKey& file, uint64_t offset, uint64_t length,
+                                 const Allocator& allocate) const override;
   std::vector<FilePending> PendingFiles() const override;
   std::optional<FilePending> Pending(const FileKey& file) const override;
   std::vector<PendingSpan> Spans(const FileKey& file) const override;
@@ -401,23 +403,37 @@ Result<uint64_t> LogJournal::Append(const FileKey& file, uint64_t offset,
     return Status::InvalidArgument("write journal: a write is at most 1 GiB");
   }
   if (offset + data.size() < offset) return Status::InvalidArgument("write past 2^64");
-  std::lock_guard lock(mu_);
-  if (!sync_error_.ok()) return sync_error_;
-  if (data.empty()) return next_seq_++;
-  const uint64_t size = kHeaderSize + data.size();
-  if (log_bytes_ + size > options_.max_bytes) {
-    return Status::NoSpace("write journal full (" + std::to_string(log_bytes_) + " of " +
-                           std::to_string(options_.max_bytes) + " bytes)");
+  std::shared_ptr<Segment> flush;  // writeback to start once unlocked
+  uint64_t flush_from = 0, flush_to = 0;
+  uint64_t seq;
+  {
+    std::lock_guard lock(mu_);
+    if (!sync_error_.ok()) return sync_error_;
+    if (data.empty()) return next_seq_++;
+    const uint64_t size = kHeaderSize + data.size();
+    if (log_bytes_ + size > options_.max_bytes) {
+      return Status::NoSpace("write journal full (" + std::to_string(log_bytes_) + " of " +
+                             std::to_string(options_.max_bytes) + " bytes)");
+    }
+    Record r{RecordType::kWrite, next_seq_, file, offset, data.size()};
+    GEOFS_RETURN_IF_ERROR(WriteRecord(r, data));
+    seq = next_seq_++;
+    ++appends_;
+    const std::shared_ptr<Segment>& seg = segments_.back();
+    Insert(file, offset, offset + data.size(), r.seq, seg, seg->size - data.size());
+    FileState& f = files_[file];
+    f.mtime = std::max(f.mtime, mtime);
+    if (options_.bytes_per_sync > 0 && seg->size - seg->flushing >= options_.bytes_per_sync) {
+      flush = seg;
+      flush_from = seg->flushing;
+      flush_to = seg->flushing = seg->size;
+    }
   }
-  Record r{RecordType::kWrite, next_seq_, file, offset, data.size()};
-  GEOFS_RETURN_IF_ERROR(WriteRecord(r, data));
-  ++next_seq_;
-  ++appends_;
-  const std::shared_ptr<Segment>& seg = segments_.back();
-  Insert(file, offset, offset + data.size(), r.seq, seg, seg->size - data.size());
-  FileState& f = files_[file];
-  f.mtime = std::max(f.mtime, mtime);
-  return r.seq;
+  if (flush) {
+    io_->StartWriteback(flush->fd, static_cast<off_t>(flush_from),
+                        static_cast<off_t>(flush_to - flush_from));
+  }
+  return seq;
 }
 
 Status LogJournal::Sync() {
@@ -607,8 +623,8 @@ Status LogJournal::Discard(const FileKey& file) {
   return Status::Ok();
 }
 
-std::vector<PendingRange> LogJournal::Read(const FileKey& file, uint64_t offset,
-                                           uint64_t length) const {
+std::vector<PendingRange> LogJournal::Read(const FileKey& file, uint64_t offset, uint64_t length,
+                                           const Allocator& allocate) const {
   const uint64_t end = offset + std::min(length, UINT64_MAX - offset);
   struct Part {
     uint64_t offset, length;
@@ -636,7 +652,7 @@ std::vector<PendingRange> LogJournal::Read(const FileKey& file, uint64_t offset,
     uint64_t run_end = parts[i].offset + parts[i].length;
     while (j < parts.size() && parts[j].offset == run_end) run_end += parts[j++].length;
     uint8_t* p;
-    Buffer data = Buffer::Allocate(run_end - parts[i].offset, &p);
+    Buffer data = allocate(run_end - parts[i].offset, &p);
     Status s;
     for (size_t k = i; k < j && s.ok(); ++k) {
       s = PreadFull(parts[k].segment->fd, p + (parts[k].offset - parts[i].offset), parts[k].length,
@@ -717,6 +733,10 @@ ssize_t JournalIo::Pwritev(int fd, const struct iovec* iov, int count, off_t off
 }
 
 int JournalIo::Fdatasync(int fd) { return ::fdatasync(fd); }
+
+int JournalIo::StartWriteback(int fd, off_t offset, off_t length) {
+  return ::sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
+}
 
 std::shared_ptr<JournalIo> JournalIo::Default() {
   static const auto io = std::make_shared<JournalIo>();

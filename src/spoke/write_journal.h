@@ -61,6 +61,9 @@ class JournalIo {
   virtual ~JournalIo() = default;
   virtual ssize_t Pwritev(int fd, const struct iovec* iov, int count, off_t offset);
   virtual int Fdatasync(int fd);
+  // Starts writeback of a byte range without waiting for it (a hint;
+  // durability comes from Fdatasync alone).
+  virtual int StartWriteback(int fd, off_t offset, off_t length);
   static std::shared_ptr<JournalIo> Default();
 };
 
@@ -74,6 +77,12 @@ struct WriteJournalOptions {
   // a journal that filled its disk can still record what was committed and
   // free it. 0: none.
   uint64_t reserve_bytes = 1 << 20;
+  // Writeback of a segment is started (not waited for) each time this much
+  // was appended to it, so that dirty data does not pile up between syncs:
+  // a Sync() after a long run of unsynced writes (a checkpoint written
+  // UNSTABLE) then has little left to write, instead of stalling its caller
+  // (an uploader releasing a window, a COMMIT) for seconds. 0: never.
+  uint64_t bytes_per_sync = 8ull << 20;
   std::shared_ptr<JournalIo> io;  // null: JournalIo::Default()
 };
 
@@ -127,10 +136,20 @@ class WriteJournal {
   // trusted; reopen the journal to replay what did reach the disk).
   virtual Status Sync() = 0;
 
+  // Storage for Read(): a Buffer of `size` bytes whose memory the caller
+  // may fill through `*out` (contract of Buffer::Allocate). Called from the
+  // reading thread, at most once per returned range.
+  using Allocator = std::function<Buffer(size_t size, uint8_t** out)>;
+
   // The pending bytes of `file` within [offset, offset + length), merged
   // (newest write wins), sorted by offset, non-overlapping. Empty when none.
-  virtual std::vector<PendingRange> Read(const FileKey& file, uint64_t offset,
-                                         uint64_t length) const = 0;
+  std::vector<PendingRange> Read(const FileKey& file, uint64_t offset, uint64_t length) const {
+    return Read(file, offset, length, &Buffer::Allocate);
+  }
+  // The same, read into storage from `allocate` (e.g. reused memory: fresh
+  // pages cost a fault and zeroing each, more than the read itself).
+  virtual std::vector<PendingRange> Read(const FileKey& file, uint64_t offset, uint64_t length,
+                                         const Allocator& allocate) const = 0;
   // Files with pending writes, oldest first.
   virtual std::vector<FilePending> PendingFiles() const = 0;
   virtual std::optional<FilePending> Pending(const FileKey& file) const = 0;

@@ -110,6 +110,50 @@ TEST(ChunkCodecTest, LevelsAndEmptyChunks) {
   EXPECT_EQ(dec->size(), 0u);
 }
 
+// Joins the two pieces of EncodeChunkParts.
+Buffer Joined(const EncodedParts& parts) {
+  std::vector<uint8_t> all(parts.header.data(), parts.header.data() + parts.header.size());
+  all.insert(all.end(), parts.payload.data(), parts.payload.data() + parts.payload.size());
+  return Buffer::CopyOf(std::span<const uint8_t>(all));
+}
+
+TEST(ChunkCodecTest, PartsJoinToTheStoredForm) {
+  for (const auto& raw :
+       {testdata::TextLike(1 << 20, 5), testdata::Random(1 << 20, 6), std::vector<uint8_t>{}}) {
+    const Buffer in = Copy(raw);
+    const EncodedParts parts = EncodeChunkParts(in, {});
+    const EncodedChunk whole = EncodeChunk(raw, {});
+    EXPECT_EQ(parts.compression, whole.compression);
+    EXPECT_EQ(parts.header.size(), kChunkHeaderSize);
+    EXPECT_EQ(parts.size(), whole.bytes.size());
+    const Buffer joined = Joined(parts);
+    EXPECT_TRUE(std::equal(joined.data(), joined.data() + joined.size(), whole.bytes.data()));
+    EXPECT_TRUE(DecodeChunk(joined, ChunkId::Of(raw)).ok());
+  }
+  // Stored raw: the payload is the input itself, not a copy.
+  const Buffer random = Copy(testdata::Random(1 << 20, 7));
+  const EncodedParts raw_parts = EncodeChunkParts(random, {});
+  EXPECT_EQ(raw_parts.compression, Compression::kNone);
+  EXPECT_EQ(raw_parts.payload.data(), random.data());
+}
+
+TEST(ChunkCodecTest, FastLevelsKeepCodingLiterals) {
+  // Letters from a 16-symbol alphabet in random order: next to no repeats
+  // for LZ matching, so only entropy coding of literals (4 of 8 bits per
+  // byte) makes the chunk smaller.
+  auto raw = testdata::Random(1 << 20, 8);
+  for (uint8_t& b : raw) b = 'a' + (b & 15);
+  ChunkCodecOptions fast;
+  fast.zstd_level = -3;
+  ASSERT_TRUE(fast.Validate().ok());
+  EncodedChunk enc = EncodeChunk(raw, fast);
+  ASSERT_EQ(enc.compression, Compression::kZstd);
+  EXPECT_LT(enc.bytes.size(), raw.size() * 6 / 10);
+  auto dec = DecodeChunk(enc.bytes, ChunkId::Of(raw));
+  ASSERT_TRUE(dec.ok()) << dec.status().ToString();
+  EXPECT_TRUE(std::equal(raw.begin(), raw.end(), dec->data(), dec->data() + dec->size()));
+}
+
 TEST(ChunkCodecTest, OptionsAreValidated) {
   EXPECT_TRUE(ChunkCodecOptions().Validate().ok());
   ChunkCodecOptions o;

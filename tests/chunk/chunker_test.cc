@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <bit>
 #include <numeric>
 #include <random>
 #include <set>
@@ -58,6 +60,65 @@ TEST(ChunkerTest, BoundariesAreStableAcrossBuilds) {
   std::vector<size_t> lengths = ChunkLengths(data, SmallOptions());
   std::vector<size_t> first(lengths.begin(), lengths.begin() + 8);
   EXPECT_EQ(first, (std::vector<size_t>{9266, 8953, 14463, 8342, 8432, 10679, 9479, 8334}));
+}
+
+// The chunker straight from its definition (chunker.h), one byte at a time:
+// the optimised Scan must cut exactly where this does.
+std::vector<size_t> ReferenceLengths(std::span<const uint8_t> data, const ChunkerOptions& o) {
+  std::array<uint64_t, 256> gear{};
+  uint64_t state = 0x67656f6673636463ull;
+  for (uint64_t& v : gear) {
+    state += 0x9e3779b97f4a7c15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    v = z ^ (z >> 31);
+  }
+  auto top_bits = [](int bits) { return bits == 0 ? 0 : ~0ull << (64 - bits); };
+  const int log_avg = std::countr_zero(o.avg_size);
+  const uint64_t small = top_bits(log_avg + o.normalization);
+  const uint64_t large = top_bits(log_avg - o.normalization);
+  std::vector<size_t> out;
+  size_t start = 0;
+  while (start < data.size()) {
+    const size_t rest = data.size() - start;
+    size_t length = std::min(rest, o.max_size);
+    uint64_t fp = 0;
+    for (size_t k = o.min_size; k < std::min(rest, o.max_size); ++k) {
+      fp = (fp << 1) + gear[data[start + k]];
+      if ((fp & (k < o.avg_size ? small : large)) == 0) {
+        length = k + 1;
+        break;
+      }
+    }
+    out.push_back(length);
+    start += length;
+  }
+  return out;
+}
+
+TEST(ChunkerTest, CutsWhereTheDefinitionSays) {
+  std::vector<uint8_t> zeros_then_random(1 << 20, 0);
+  auto tail = testdata::Random(1 << 20, 9);
+  zeros_then_random.insert(zeros_then_random.end(), tail.begin(), tail.end());
+  const std::vector<std::vector<uint8_t>> inputs = {
+      testdata::Random(3 << 20, 11), testdata::TextLike(3 << 20, 12), zeros_then_random};
+  for (int normalization = 0; normalization <= 3; ++normalization) {
+    for (size_t min_size : {size_t{64}, size_t{2} << 10}) {
+      ChunkerOptions o;
+      o.min_size = min_size;
+      o.avg_size = 4 << 10;
+      o.max_size = 16 << 10;
+      o.normalization = normalization;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        SCOPED_TRACE(testing::Message()
+                     << "normalization " << normalization << " min " << min_size << " input " << i);
+        const std::vector<size_t> want = ReferenceLengths(inputs[i], o);
+        ASSERT_GT(want.size(), 100u);
+        EXPECT_EQ(ChunkLengths(inputs[i], o), want);
+      }
+    }
+  }
 }
 
 TEST(ChunkerTest, BoundariesDoNotDependOnHowTheStreamIsFed) {

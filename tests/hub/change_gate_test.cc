@@ -145,5 +145,73 @@ TEST_F(ChangeGateTest, ConcurrentCreatesWaitForTheDirectoryHolderToDropIt) {
   }
 }
 
+TEST_F(ChangeGateTest, NoWaitChangeIsWrittenUnsyncedAndHandsOverItsGuard) {
+  const int syncs_before = slow_.syncs();
+  NoWaitChange create;
+  {
+    meta::Namespace::UnsyncedScope unsynced;
+    auto r = gate_->Create(kNoSession, cred_, ns_->RootHandle(), "x", {}, &create);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  EXPECT_FALSE(create.would_wait);
+  EXPECT_EQ(slow_.syncs(), syncs_before) << "the caller syncs";
+  EXPECT_TRUE(ns_->Lookup(cred_, ns_->RootHandle(), "x").ok()) << "written, visible";
+
+  // The guard still holds the name: a change of it cannot go ahead now.
+  NoWaitChange remove;
+  auto early = gate_->Remove(kNoSession, cred_, ns_->RootHandle(), "x", &remove);
+  EXPECT_TRUE(remove.would_wait);
+  EXPECT_FALSE(early.ok());
+  EXPECT_TRUE(ns_->Lookup(cred_, ns_->RootHandle(), "x").ok()) << "a refused change does nothing";
+
+  ASSERT_TRUE(ns_->Sync().ok());
+  EXPECT_EQ(slow_.syncs(), syncs_before + 1);
+  create.guard.End();
+  NoWaitChange again;
+  EXPECT_TRUE(gate_->Remove(kNoSession, cred_, ns_->RootHandle(), "x", &again).ok());
+  EXPECT_FALSE(again.would_wait);
+  EXPECT_EQ(slow_.syncs(), syncs_before + 2) << "outside an UnsyncedScope a change syncs";
+}
+
+TEST_F(ChangeGateTest, NoWaitChangeNeverWaitsForAnotherSessionsLease) {
+  std::mutex mu;
+  std::vector<Invalidation> received;
+  const uint64_t holder = leases_->OpenSession("a", "/", 0, [&](const Invalidation& inv) {
+    std::lock_guard lock(mu);
+    received.push_back(inv);
+  });
+  ASSERT_TRUE(leases_->Grant(holder, std::vector<uint64_t>{RootIno()}).ok());
+
+  NoWaitChange other;
+  auto refused = gate_->Create(kNoSession, cred_, ns_->RootHandle(), "y", {}, &other);
+  EXPECT_TRUE(other.would_wait);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(ns_->Lookup(cred_, ns_->RootHandle(), "y").status().code(), StatusCode::kNotFound);
+  {
+    std::lock_guard lock(mu);
+    EXPECT_TRUE(received.empty()) << "nothing is invalidated by a change that did not go ahead";
+  }
+
+  // The lease holder's own change needs no invalidation.
+  NoWaitChange own;
+  auto created = gate_->Create(holder, cred_, ns_->RootHandle(), "y", {}, &own);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_FALSE(own.would_wait);
+  own.guard.End();
+
+  // Without NoWaitChange the same change waits for the holder instead.
+  auto blocking = std::async(std::launch::async, [this] {
+    return gate_->Create(kNoSession, cred_, ns_->RootHandle(), "z", {});
+  });
+  EXPECT_EQ(blocking.wait_for(kStillBlocked), std::future_status::timeout);
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(received.size(), 1u);
+    leases_->Ack(holder, received[0].seq);
+  }
+  ASSERT_EQ(blocking.wait_for(kPrompt), std::future_status::ready);
+  EXPECT_TRUE(blocking.get().ok());
+}
+
 }  // namespace
 }  // namespace geofs::hub

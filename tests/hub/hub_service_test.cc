@@ -3,8 +3,13 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <future>
+#include <mutex>
+
 #include "chunk/chunk_codec.h"
 #include "hub/chunk_ids.h"
+#include "hub/chunk_upload.h"
 #include "hub/grpc_server.h"
 #include "hub/grpc_status.h"
 #include "hub_test_util.h"
@@ -34,6 +39,7 @@ class HubServiceTest : public ::testing::Test {
   void SetUp() override {
     HubServiceOptions options;
     options.object_store_description = "memory:";
+    options.leases = Leases();
     service_ = std::make_unique<HubService>(&hub_.ns(), &hub_.chunks(), options);
     grpc::ServerBuilder builder;
     builder.RegisterService(service_.get());
@@ -42,7 +48,8 @@ class HubServiceTest : public ::testing::Test {
     ASSERT_TRUE(server_);
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(64 << 20);
-    stub_ = v1::Hub::NewStub(server_->InProcessChannel(args));
+    channel_ = server_->InProcessChannel(args);
+    stub_ = v1::Hub::NewStub(channel_);
     root_.set_ino(1);
     auto root = meta::Namespace::ParseHandle(hub_.ns().RootHandle());
     ASSERT_TRUE(root.ok());
@@ -50,6 +57,8 @@ class HubServiceTest : public ::testing::Test {
     root_.set_gen(root->generation);
   }
   void TearDown() override { server_->Shutdown(); }
+  // The service's lease manager (none by default).
+  virtual LeaseManager* Leases() { return nullptr; }
 
   template <typename Req, typename Resp>
   CallResult Call(grpc::Status (v1::Hub::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
@@ -169,6 +178,7 @@ class HubServiceTest : public ::testing::Test {
   MemoryHub hub_;
   std::unique_ptr<HubService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Hub::Stub> stub_;
   v1::FileRef root_;
 };
@@ -533,6 +543,59 @@ TEST_F(HubServiceTest, BadNamesAreRefusedAndNamed) {
             grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+// The pieces EncodeChunkParts makes of `data`, as UploadChunks sends them.
+StoredChunk Pieces(const std::string& data) {
+  chunk::EncodedParts parts = chunk::EncodeChunkParts(Buffer::CopyOf(data), {});
+  return {IdBytes(IdOf(data)), parts.header, parts.payload};
+}
+
+TEST(FramePutChunkRequestTest, IsAPutChunkRequestInWireFormat) {
+  for (const std::string& data : {RandomBytes(300000, 1), std::string(200000, 'x')}) {
+    const StoredChunk chunk = Pieces(data);
+    grpc::Slice whole;
+    ASSERT_TRUE(FramePutChunkRequest(chunk).DumpToSingleSlice(&whole).ok());
+    v1::PutChunkRequest parsed;
+    ASSERT_TRUE(parsed.ParseFromArray(whole.begin(), static_cast<int>(whole.size())));
+    EXPECT_EQ(parsed.chunk_id(), chunk.id);
+    EXPECT_EQ(parsed.data(), std::string(chunk.head.view()) + std::string(chunk.body.view()));
+  }
+}
+
+TEST_F(HubServiceTest, ZeroCopyUploadsStoreVerifiedChunks) {
+  const std::string text(3 << 20, 'a');                // compresses: payload is a zstd frame
+  const std::string random = RandomBytes(1 << 20, 6);  // stored raw: payload is the input
+  std::vector<StoredChunk> chunks = {Pieces(text), Pieces(random)};
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::PutChunksResponse put;
+  Status s = UploadChunks(channel_, &ctx, chunks, &put);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(put.received(), 2u);
+  EXPECT_EQ(put.stored(), 2u);
+  EXPECT_EQ(put.raw_bytes_stored(), text.size() + random.size());
+  for (const std::string* data : {&text, &random}) {
+    auto got = hub_.chunks().Get(IdOf(*data));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->view(), *data);
+  }
+
+  // Pieces that do not decode to their id: rejected, naming the chunk, and
+  // nothing of the stream stored.
+  const size_t objects_before = hub_.objects().object_count();
+  const std::string other = RandomBytes(1 << 20, 7);
+  StoredChunk wrong = Pieces(other);
+  wrong.id = IdBytes(IdOf(RandomBytes(1 << 20, 8)));
+  grpc::ClientContext bad_ctx;
+  s = UploadChunks(channel_, &bad_ctx, std::vector<StoredChunk>{wrong}, &put);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.ToString().find(chunk::ChunkId::FromBytes(
+                                  std::span(reinterpret_cast<const uint8_t*>(wrong.id.data()), 32))
+                                  ->ToHex()),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_EQ(hub_.objects().object_count(), objects_before);
+}
+
 TEST_F(HubServiceTest, UploadsThatDoNotMatchTheirIdStoreNothing) {
   const std::string data = RandomBytes(50000, 4);
   const std::string other = RandomBytes(50000, 5);
@@ -653,6 +716,74 @@ TEST(HubGrpcServerTest, OversizedMessagesAreRefusedAndTheServerGoesOn) {
   EXPECT_TRUE(stub->Stats(&ctx, v1::StatsRequest(), &stats).ok());
   EXPECT_EQ(stats.stored_chunks(), 0u);
   server->server->Shutdown();
+}
+
+// With coherence: a change that must wait for another session's
+// acknowledgement leaves the commit pipeline free for the others.
+class HubServiceLeasedTest : public HubServiceTest {
+ protected:
+  LeaseManager* Leases() override { return &leases_; }
+
+  // Waits for the n-th invalidation sent to the session; nullopt on timeout.
+  std::optional<Invalidation> Received(size_t n) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return received_.size() > n; })) {
+      return std::nullopt;
+    }
+    return received_[n];
+  }
+  uint64_t OpenSession() {
+    return leases_.OpenSession("spoke-a", "/", 0, [this](const Invalidation& inv) {
+      std::lock_guard lock(mu_);
+      received_.push_back(inv);
+      cv_.notify_all();
+    });
+  }
+
+  LeaseManager leases_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Invalidation> received_;
+};
+
+TEST_F(HubServiceLeasedTest, AChangeWaitingForAnAckDoesNotHoldUpOthers) {
+  const v1::Entry a = Create(root_, "a", v1::DIRECTORY);
+  const v1::Entry b = Create(root_, "b", v1::DIRECTORY);
+  const uint64_t session = OpenSession();
+  ASSERT_TRUE(leases_.Grant(session, std::vector<uint64_t>{a.ref().ino()}).ok());
+
+  auto waiting = std::async(std::launch::async, [&] {
+    v1::CreateRequest req;
+    *req.mutable_dir() = a.ref();
+    req.set_name("x");
+    req.set_type(v1::REGULAR);
+    v1::CreateResponse resp;
+    return Call(&v1::Hub::Stub::Create, req, &resp);
+  });
+  const auto inv = Received(0);
+  ASSERT_TRUE(inv) << "the holder of a is told";
+
+  // Changes elsewhere go ahead while that one waits.
+  for (int i = 0; i < 20; ++i) Create(b.ref(), "y" + std::to_string(i), v1::REGULAR);
+  v1::SetAttrRequest chmod;
+  *chmod.mutable_ref() = b.ref();
+  chmod.mutable_attrs()->set_mode(0700);
+  v1::SetAttrResponse chmodded;
+  EXPECT_TRUE(Call(&v1::Hub::Stub::SetAttr, chmod, &chmodded).ok());
+  EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+
+  leases_.Ack(session, inv->seq);
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const CallResult created = waiting.get();
+  EXPECT_TRUE(created.ok()) << created.status.error_message();
+  vfs::Credentials root_cred;
+  EXPECT_TRUE(hub_.ns()
+                  .Lookup(root_cred, meta::Namespace::MakeHandle(a.ref().ino(), a.ref().gen()), "x")
+                  .ok());
+  EXPECT_TRUE(
+      hub_.ns()
+          .Lookup(root_cred, meta::Namespace::MakeHandle(b.ref().ino(), b.ref().gen()), "y19")
+          .ok());
 }
 
 }  // namespace

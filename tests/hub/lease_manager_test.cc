@@ -264,6 +264,39 @@ TEST_F(LeaseManagerTest, ALaterChangeWaitsForTheInvalidationsOfAnEarlierOne) {
   EXPECT_TRUE(second.get().ok());
 }
 
+TEST_F(LeaseManagerTest, TryBeginChangeGoesAheadOnlyWhenNothingNeedsWaitingFor) {
+  Inbox a;
+  const uint64_t sa = Open(a);
+  // Free inodes, and inodes only the changing session holds: at once.
+  auto free = leases_.TryBeginChange(std::vector<uint64_t>{3}, 0, std::vector<std::string>{"3/x"});
+  ASSERT_TRUE(free);
+  ASSERT_TRUE(leases_.Grant(sa, std::vector<uint64_t>{7}).ok());
+  auto own = leases_.TryBeginChange(std::vector<uint64_t>{7}, sa, std::vector<std::string>{"7/a"});
+  ASSERT_TRUE(own);
+  // A name another change holds: refused, without side effects.
+  EXPECT_FALSE(
+      leases_.TryBeginChange(std::vector<uint64_t>{3}, 0, std::vector<std::string>{"3/x"}));
+  free->End();
+  own->End();
+  EXPECT_TRUE(leases_.TryBeginChange(std::vector<uint64_t>{3}, 0, std::vector<std::string>{"3/x"}));
+
+  // Another session's lease would need an invalidation: refused, none sent.
+  EXPECT_FALSE(leases_.TryBeginChange(std::vector<uint64_t>{7}, 0));
+  EXPECT_EQ(a.count(), 0u);
+  // While an invalidation of the inode is outstanding: refused as well.
+  auto blocking = BeginAsync({7}, 0, {"7/b"});
+  auto inv = a.Get(0);
+  ASSERT_TRUE(inv);
+  EXPECT_FALSE(
+      leases_.TryBeginChange(std::vector<uint64_t>{7}, 0, std::vector<std::string>{"7/c"}));
+  leases_.Ack(sa, inv->seq);
+  ASSERT_TRUE(Ready(blocking, kPrompt));
+  auto guard = blocking.get();
+  ASSERT_TRUE(guard.ok());
+  guard->End();
+  EXPECT_TRUE(leases_.TryBeginChange(std::vector<uint64_t>{7}, 0, std::vector<std::string>{"7/c"}));
+}
+
 TEST_F(LeaseManagerTest, AWaitingGrantHoldsOffNewChangesOfItsInodes) {
   Inbox a;
   const uint64_t sa = Open(a);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -357,6 +358,81 @@ TEST(WriteJournalTest, DiskErrorsLeaveNothingHalfRecorded) {
   EXPECT_EQ(j->Sync().code(), StatusCode::kIoError);
   EXPECT_EQ(j->Sync().code(), StatusCode::kIoError);
   EXPECT_FALSE(j->Append(kB, 0, Bytes("y")).ok());
+}
+
+TEST(WriteJournalTest, ReadsIntoCallersStorage) {
+  TempDir dir;
+  auto j = OpenJournal(dir.path());
+  ASSERT_TRUE(j->Append(kA, 0, Bytes("abcd")).ok());
+  ASSERT_TRUE(j->Append(kA, 4, Bytes("efgh")).ok());
+  ASSERT_TRUE(j->Append(kA, 100, Bytes("xyz")).ok());
+  std::vector<uint8_t> storage(64);
+  size_t used = 0;
+  int calls = 0;
+  auto carve = [&](size_t n, uint8_t** out) {
+    ++calls;
+    *out = storage.data() + used;
+    used += n;
+    return Buffer(nullptr, *out, n);
+  };
+  const std::vector<PendingRange> ranges = j->Read(kA, 2, 200, carve);
+  // One allocation per returned range, adjacent writes merged into one.
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(ranges[0].offset, 2u);
+  EXPECT_EQ(ranges[0].data.view(), "cdefgh");
+  EXPECT_EQ(ranges[0].data.data(), storage.data());
+  EXPECT_EQ(ranges[1].offset, 100u);
+  EXPECT_EQ(ranges[1].data.view(), "xyz");
+  EXPECT_EQ(ranges[1].data.data(), storage.data() + 6);
+}
+
+// Records the writeback hints.
+class WritebackIo : public JournalIo {
+ public:
+  int StartWriteback(int fd, off_t offset, off_t length) override {
+    std::lock_guard lock(mu);
+    ranges.emplace_back(offset, length);
+    return JournalIo::StartWriteback(fd, offset, length);
+  }
+  std::mutex mu;
+  std::vector<std::pair<off_t, off_t>> ranges;
+};
+
+TEST(WriteJournalTest, StartsWritebackEveryBytesPerSync) {
+  TempDir dir;
+  auto io = std::make_shared<WritebackIo>();
+  WriteJournalOptions o;
+  o.dir = dir.path();
+  o.segment_bytes = 1 << 20;
+  o.bytes_per_sync = 100 << 10;
+  o.io = io;
+  auto opened = WriteJournal::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto& j = *opened;
+  const std::string block(30 << 10, 'w');
+  Model want;
+  // 40 records of 30 KiB + header: every 4th crosses another 100 KiB. The
+  // first segment takes 35 records (it is full past 1 MiB), the second
+  // counts from its own start.
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(j->Append(kA, static_cast<uint64_t>(i) * block.size(), Bytes(block)).ok());
+    Apply(&want, static_cast<uint64_t>(i) * block.size(), block);
+  }
+  const off_t record = static_cast<off_t>(block.size()) + 56;
+  std::vector<std::pair<off_t, off_t>> expected;
+  for (int n = 4; n <= 32; n += 4) expected.emplace_back((n - 4) * record, 4 * record);
+  // Records 33..35 make less than 100 KiB: no hint before the segment ends.
+  expected.emplace_back(0, 4 * record);  // the second segment's first four
+  {
+    std::lock_guard lock(io->mu);
+    EXPECT_EQ(io->ranges, expected);
+  }
+  // Hints change nothing about what is pending or replayed.
+  EXPECT_EQ(ReadAll(*j, kA), want);
+  ASSERT_TRUE(j->Sync().ok());
+  j.reset();
+  EXPECT_EQ(ReadAll(*OpenJournal(dir.path(), 1ull << 30, 1 << 20), kA), want);
 }
 
 TEST(WriteJournalTest, ConcurrentAppendsAndGroupedSyncs) {

@@ -264,6 +264,30 @@ TEST_F(PipelineTest, WindowsUploadTogetherAndCommitInOrder) {
   EXPECT_FALSE(journal_->Pending(kFile).has_value());
 }
 
+TEST_F(PipelineTest, StagedWindowsDoNotHoldUpLaterOnes) {
+  // Window 0's upload is held for a long time. Windows that finished
+  // staging wait for their commit without data, so they must not count
+  // against windows_in_flight: every later window (more than
+  // windows_in_flight - 1 of them) is uploaded while window 0 is held, and
+  // the link would not idle during a slow window or commit.
+  RecordingHub hub(WindowPrefix(0), 2000ms, "");
+  Start(&hub);
+  JournalUploader uploader(journal_.get(), stub_.get(), {}, Options());
+  ASSERT_TRUE(uploader.Flush(kFile, 30s).ok());
+
+  const std::vector<RecordingHub::Event> events = hub.events();
+  auto held_done = std::find_if(events.begin(), events.end(), [](const auto& e) {
+    return e.kind == RecordingHub::Event::kPutDone && e.marked;
+  });
+  ASSERT_NE(held_done, events.end());
+  EXPECT_EQ(std::count_if(events.begin(), held_done,
+                          [](const auto& e) { return e.kind == RecordingHub::Event::kPutDone; }),
+            kWindows - 1);
+  EXPECT_GT(kWindows - 1, Options().windows_in_flight);
+  EXPECT_EQ(hub.commits(), AllWindows());
+  EXPECT_EQ(hub.content(), data_);
+}
+
 TEST_F(PipelineTest, FailedWindowStopsLaterCommitsUntilItLands) {
   // Window 2's first upload is refused; windows 3.. may be uploaded in the
   // meantime but are committed only after window 2, on the next pass.

@@ -302,6 +302,30 @@ TEST_F(UploaderTest, OnlyMissingChunksAreUploaded) {
   EXPECT_EQ(ReadHub(b), mb);
 }
 
+TEST_F(UploaderTest, IncompressibleChunksGoRawCompressibleOnesCompressed) {
+  // Random bytes (like trained weights) are sent as they are, a header per
+  // chunk and nothing more; text-like bytes are compressed. The hub checks
+  // both against their ids before it stores them, and both read back.
+  const FileKey weights = CreateFile("weights");
+  const FileKey text = CreateFile("text");
+  JournalUploader uploader(journal_.get(), stub_.get(), {}, options_);
+  std::string mw, mt;
+  Write(weights, 0, RandomBytes(4 << 20, 21), &mw);
+  ASSERT_TRUE(uploader.Flush(weights, 60s).ok());
+  const UploaderStats raw = uploader.Stats();
+  EXPECT_EQ(raw.uploaded_bytes, mw.size() + chunk::kChunkHeaderSize * raw.uploaded_chunks);
+
+  std::string letters = RandomBytes(4 << 20, 22);
+  for (char& c : letters) c = static_cast<char>('a' + (static_cast<uint8_t>(c) & 15));
+  Write(text, 0, letters, &mt);
+  ASSERT_TRUE(uploader.Flush(text, 60s).ok());
+  const UploaderStats both = uploader.Stats();
+  EXPECT_GT(both.uploaded_chunks, raw.uploaded_chunks);
+  EXPECT_LT(both.uploaded_bytes - raw.uploaded_bytes, mt.size() * 3 / 4);
+  EXPECT_EQ(ReadHub(weights), mw);
+  EXPECT_EQ(ReadHub(text), mt);
+}
+
 TEST_F(UploaderTest, ConcurrentCommitIsRetriedAsOneWriteOrder) {
   const FileKey f = CreateFile("a");
   const std::string theirs = RandomBytes(4 << 20, 3);
