@@ -60,13 +60,19 @@ void ChunkFetcher::ReadRangeInto(const chunk::ChunkId& id, uint64_t offset, uint
       });
 }
 
-void ChunkFetcher::FetchMissing(const chunk::ChunkId& id, Callback cb) {
+void ChunkFetcher::FetchMissing(const chunk::ChunkId& id, Callback cb, bool recheck_cache) {
   std::optional<Buffer> landed;
+  bool cached_meanwhile = false;
   {
     std::lock_guard lock(inflight_->mu);
     auto [it, fresh] = inflight_->chunks.try_emplace(id);
     if (it->second.landed) {
       landed = it->second.landed;
+    } else if (fresh && recheck_cache && cache_->Contains(id)) {
+      // Another fetch of the chunk ended (cache write done, entry gone)
+      // between this read's cache miss and now: read it from the cache.
+      inflight_->chunks.erase(it);
+      cached_meanwhile = true;
     } else {
       it->second.waiters.push_back(std::move(cb));
       if (!fresh) {
@@ -79,6 +85,15 @@ void ChunkFetcher::FetchMissing(const chunk::ChunkId& id, Callback cb) {
   if (landed) {
     ++shared_;
     return cb(*std::move(landed));
+  }
+  if (cached_meanwhile) {
+    cache_->Get(id, [this, id, cb = std::move(cb)](Result<Buffer> raw) mutable {
+      if (!raw.ok()) return FetchMissing(id, std::move(cb), /*recheck_cache=*/false);
+      ++hits_;
+      bytes_from_cache_ += raw->size();
+      cb(std::move(raw));
+    });
+    return;
   }
   ++misses_;
   FetchFromHub({id}, Priority::kDemand);

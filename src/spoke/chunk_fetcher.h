@@ -78,8 +78,9 @@ class ChunkFetcher {
 
  private:
   // A cache miss: fetches `id` from the hub (or joins the fetch in flight)
-  // and hands the whole chunk to `cb`.
-  void FetchMissing(const chunk::ChunkId& id, Callback cb);
+  // and hands the whole chunk to `cb`. With `recheck_cache`, a chunk that
+  // reached the cache since the miss is read from there instead.
+  void FetchMissing(const chunk::ChunkId& id, Callback cb, bool recheck_cache = true);
   // Fetches `ids` (all registered in inflight_ by the caller) in one call,
   // or queues them while max_calls_ calls are open.
   enum class Priority { kDemand, kPrefetch };

@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <future>
@@ -112,6 +113,22 @@ class ChunkHub final : public v1::Hub::Service {
   std::vector<std::vector<std::string>> calls_;  // guarded by mu_
 };
 
+// A cache whose next range reads miss, as if the chunk arrived in it just
+// after the lookup (another fetch of it ended in between).
+class LateArrivalCache : public MemoryChunkCache {
+ public:
+  using MemoryChunkCache::MemoryChunkCache;
+  void GetRange(const chunk::ChunkId& id, uint64_t offset, uint64_t length,
+                GetCallback cb) override {
+    if (misses_left_ > 0) {
+      --misses_left_;
+      return cb(Status::NotFound("not cached yet"));
+    }
+    MemoryChunkCache::GetRange(id, offset, length, std::move(cb));
+  }
+  std::atomic<int> misses_left_{0};
+};
+
 // One hub and one link for the whole suite: gRPC 1.51 can abort in a
 // callback thread when the last channel and server go away while that
 // thread winds down, so they are created once and left to process exit.
@@ -182,7 +199,7 @@ class ChunkFetcherTest : public ::testing::Test {
   static inline grpc::Server* server_ = nullptr;
   static inline vfs::TempDir* state_dir_ = nullptr;
   static inline HubLink* link_ = nullptr;
-  MemoryChunkCache cache_{64 << 20};
+  LateArrivalCache cache_{64 << 20};
   std::unique_ptr<ChunkFetcher> fetcher_;
   std::vector<chunk::ChunkId> ids_;
   std::vector<std::string> raws_;
@@ -208,6 +225,21 @@ TEST_F(ChunkFetcherTest, MissIsFetchedOnceVerifiedAndCachedThenHits) {
   EXPECT_EQ(s.misses, 1u);
   EXPECT_EQ(s.hits, 1u);
   EXPECT_EQ(hub_->calls().size(), 1u);
+}
+
+TEST_F(ChunkFetcherTest, ChunkCachedBetweenTheMissAndTheFetchIsNotFetchedAgain) {
+  MakeChunks(1);
+  StartFetcher();
+  std::promise<Status> put;
+  cache_.Put(ids_[0], Buffer::CopyOf(Bytes(raws_[0])), [&](Status s) { put.set_value(s); });
+  ASSERT_TRUE(put.get_future().get().ok());
+  cache_.misses_left_ = 1;
+  auto read = Read(0);
+  auto got = Get(read);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, raws_[0]);
+  EXPECT_TRUE(hub_->calls().empty());
+  EXPECT_EQ(fetcher_->Stats().misses, 0u);
 }
 
 TEST_F(ChunkFetcherTest, ConcurrentReadsOfOneChunkShareOneFetch) {
