@@ -4,7 +4,7 @@ geofs_add_test(journal_test SOURCES journal_test.cc LIBS geofs_spoke_journal)
 # The uploader against a geofs-hubd process.
 geofs_add_test(journal_uploader_test
   SOURCES journal_uploader_test.cc
-  LIBS geofs_spoke_journal geofs_test_hub
+  LIBS geofs_spoke_journal geofs_test_hub geofs_test_ports
   LABELS integration)
 
 # The uploader's window pipeline against an in-process recording hub.

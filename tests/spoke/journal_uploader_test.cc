@@ -1,11 +1,8 @@
 // JournalUploader against a geofs-hubd process.
 #include "spoke/journal_uploader.h"
 
-#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +20,7 @@
 #include "hub/grpc_status.h"
 #include "hub_process.h"
 #include "test_bytes.h"
+#include "tools/free_port.h"
 
 namespace geofs::spoke {
 namespace {
@@ -32,16 +30,11 @@ using hub::testing::HubdPath;
 using hub::testing::TempDir;
 using namespace std::chrono_literals;
 
+// Below the ephemeral range: nothing else takes it while the hub restarts.
 uint16_t FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  Result<uint16_t> port = geofs::testing::PickFreePort();
+  EXPECT_TRUE(port.ok()) << port.status().ToString();
+  return port.ok() ? *port : 0;
 }
 
 // geofs-hubd on a fixed port, so that a restarted hub is found at the same
