@@ -74,9 +74,23 @@ class ChangeGateTest : public ::testing::Test {
 
   uint64_t RootIno() { return meta::Namespace::ParseHandle(ns_->RootHandle())->ino; }
 
+  // A session holding a lease on the root; the invalidations it is sent
+  // gather in received_.
+  uint64_t RootHolder() {
+    const uint64_t session = leases_->OpenSession("a", "/", 0, [this](const Invalidation& inv) {
+      std::lock_guard lock(received_mu_);
+      received_.push_back(inv);
+    });
+    EXPECT_TRUE(leases_->Grant(session, std::vector<uint64_t>{RootIno()}).ok());
+    return session;
+  }
+
   meta::MemoryKvStore kv_;
   SlowSyncKvStore slow_;
   std::unique_ptr<meta::Namespace> ns_;
+  // Before leases_: its sessions' callbacks write here until it is gone.
+  std::mutex received_mu_;
+  std::vector<Invalidation> received_;  // guarded by received_mu_
   std::unique_ptr<LeaseManager> leases_;
   std::unique_ptr<ChangeGate> gate_;
   vfs::Credentials cred_;
@@ -118,13 +132,7 @@ TEST_F(ChangeGateTest, ChangesOfOneNameStaySerialised) {
 }
 
 TEST_F(ChangeGateTest, ConcurrentCreatesWaitForTheDirectoryHolderToDropIt) {
-  std::mutex mu;
-  std::vector<Invalidation> received;
-  const uint64_t session = leases_->OpenSession("a", "/", 0, [&](const Invalidation& inv) {
-    std::lock_guard lock(mu);
-    received.push_back(inv);
-  });
-  ASSERT_TRUE(leases_->Grant(session, std::vector<uint64_t>{RootIno()}).ok());
+  const uint64_t session = RootHolder();
 
   auto creates = CreateAll(kWriters);
   for (auto& f : creates) {
@@ -134,10 +142,10 @@ TEST_F(ChangeGateTest, ConcurrentCreatesWaitForTheDirectoryHolderToDropIt) {
     // Nothing committed while the session may still serve the old listing.
     auto missing = ns_->Lookup(cred_, ns_->RootHandle(), "name-0");
     EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
-    std::lock_guard lock(mu);
-    ASSERT_EQ(received.size(), 1u) << "the directory's holder is told once";
-    EXPECT_EQ(received[0].inos, std::vector<uint64_t>{RootIno()});
-    leases_->Ack(session, received[0].seq);
+    std::lock_guard lock(received_mu_);
+    ASSERT_EQ(received_.size(), 1u) << "the directory's holder is told once";
+    EXPECT_EQ(received_[0].inos, std::vector<uint64_t>{RootIno()});
+    leases_->Ack(session, received_[0].seq);
   }
   for (auto& f : creates) {
     ASSERT_EQ(f.wait_for(kPrompt), std::future_status::ready);
@@ -174,13 +182,7 @@ TEST_F(ChangeGateTest, NoWaitChangeIsWrittenUnsyncedAndHandsOverItsGuard) {
 }
 
 TEST_F(ChangeGateTest, NoWaitChangeNeverWaitsForAnotherSessionsLease) {
-  std::mutex mu;
-  std::vector<Invalidation> received;
-  const uint64_t holder = leases_->OpenSession("a", "/", 0, [&](const Invalidation& inv) {
-    std::lock_guard lock(mu);
-    received.push_back(inv);
-  });
-  ASSERT_TRUE(leases_->Grant(holder, std::vector<uint64_t>{RootIno()}).ok());
+  const uint64_t holder = RootHolder();
 
   NoWaitChange other;
   auto refused = gate_->Create(kNoSession, cred_, ns_->RootHandle(), "y", {}, &other);
@@ -188,8 +190,8 @@ TEST_F(ChangeGateTest, NoWaitChangeNeverWaitsForAnotherSessionsLease) {
   EXPECT_FALSE(refused.ok());
   EXPECT_EQ(ns_->Lookup(cred_, ns_->RootHandle(), "y").status().code(), StatusCode::kNotFound);
   {
-    std::lock_guard lock(mu);
-    EXPECT_TRUE(received.empty()) << "nothing is invalidated by a change that did not go ahead";
+    std::lock_guard lock(received_mu_);
+    EXPECT_TRUE(received_.empty()) << "nothing is invalidated by a change that did not go ahead";
   }
 
   // The lease holder's own change needs no invalidation.
@@ -205,9 +207,9 @@ TEST_F(ChangeGateTest, NoWaitChangeNeverWaitsForAnotherSessionsLease) {
   });
   EXPECT_EQ(blocking.wait_for(kStillBlocked), std::future_status::timeout);
   {
-    std::lock_guard lock(mu);
-    ASSERT_EQ(received.size(), 1u);
-    leases_->Ack(holder, received[0].seq);
+    std::lock_guard lock(received_mu_);
+    ASSERT_EQ(received_.size(), 1u);
+    leases_->Ack(holder, received_[0].seq);
   }
   ASSERT_EQ(blocking.wait_for(kPrompt), std::future_status::ready);
   EXPECT_TRUE(blocking.get().ok());
