@@ -73,7 +73,11 @@ inline constexpr char kNoSessionToken[] = "no_session";
 // The generated service with the change methods switched to the callback API.
 using HubServiceBase = v1::Hub::WithCallbackMethod_SetAttr<
     v1::Hub::WithCallbackMethod_Create<v1::Hub::WithCallbackMethod_Remove<
-        v1::Hub::WithCallbackMethod_Rename<v1::Hub::WithCallbackMethod_Link<v1::Hub::Service>>>>>;
+        v1::Hub::WithCallbackMethod_Rename<v1::Hub::WithCallbackMethod_Link<
+            v1::Hub::WithCallbackMethod_ApplyChanges<v1::Hub::Service>>>>>>;
+
+// The most changes one ApplyChanges call may carry.
+inline constexpr int kMaxChangesPerBatch = 1024;
 
 class HubService final : public HubServiceBase {
  public:
@@ -92,6 +96,12 @@ class HubService final : public HubServiceBase {
                                    v1::RenameResponse* resp) override;
   grpc::ServerUnaryReactor* Link(grpc::CallbackServerContext* ctx, const v1::LinkRequest* req,
                                  v1::LinkResponse* resp) override;
+  // Several of the above at once: each change is applied as its own call
+  // would be, except that one which would wait is answered `deferred`
+  // instead (not applied), so it cannot hold up the rest of the batch.
+  grpc::ServerUnaryReactor* ApplyChanges(grpc::CallbackServerContext* ctx,
+                                         const v1::ApplyChangesRequest* req,
+                                         v1::ApplyChangesResponse* resp) override;
 
   grpc::Status GetAttr(grpc::ServerContext* ctx, const v1::GetAttrRequest* req,
                        v1::GetAttrResponse* resp) override;
@@ -144,6 +154,23 @@ class HubService final : public HubServiceBase {
   // Answers a change call: checks its origin, then runs `change` through
   // the pipeline and finishes the call with its status.
   grpc::ServerUnaryReactor* RunChange(grpc::CallbackServerContext* ctx, Change change);
+  // The change methods' work, for a call or for one change of a batch.
+  Status ApplySetAttr(uint64_t origin, const v1::SetAttrRequest* req, v1::SetAttrResponse* resp,
+                      NoWaitChange* no_wait);
+  Status ApplyCreate(uint64_t origin, const v1::CreateRequest* req, v1::CreateResponse* resp,
+                     NoWaitChange* no_wait);
+  Status ApplyRemove(uint64_t origin, const v1::RemoveRequest* req, v1::RemoveResponse* resp,
+                     NoWaitChange* no_wait);
+  Status ApplyRename(uint64_t origin, const v1::RenameRequest* req, v1::RenameResponse* resp,
+                     NoWaitChange* no_wait);
+  Status ApplyLink(uint64_t origin, const v1::LinkRequest* req, v1::LinkResponse* resp,
+                   NoWaitChange* no_wait);
+  // `apply` on a request and its reply (which outlive the Change).
+  template <typename Req, typename Resp>
+  Change Bound(Status (HubService::*apply)(uint64_t, const Req*, Resp*, NoWaitChange*),
+               const Req* req, Resp* resp);
+  // The work of one change of a batch, answering into `result`.
+  Result<Change> ChangeOf(const v1::Change& change, v1::ChangeResult* result);
 
   meta::Namespace* const ns_;
   chunk::ChunkStore* const chunks_;

@@ -3,6 +3,7 @@
 
 #include "common/logging.h"
 #include "common/worker_pool.h"
+#include "spoke/change_batcher.h"
 #include "spoke/chunk_fetcher.h"
 #include "spoke/journal_uploader.h"
 #include "spoke/metadata_cache.h"
@@ -25,7 +26,8 @@ SpokeBackend::SpokeBackend(HubLink* link, cache::ChunkCache* cache, WriteJournal
       journal_(journal),
       options_(std::move(options)),
       meta_(std::make_unique<MetadataCache>(options_.clock, options_.max_cached_inodes)),
-      fetcher_(std::make_unique<ChunkFetcher>(link, cache)) {}
+      fetcher_(std::make_unique<ChunkFetcher>(link, cache)),
+      changes_(std::make_unique<ChangeBatcher>(link)) {}
 
 SpokeBackend::~SpokeBackend() = default;
 

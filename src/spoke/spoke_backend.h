@@ -52,6 +52,7 @@ namespace geofs::spoke {
 class HubLink;
 class MetadataCache;
 class ChunkFetcher;
+class ChangeBatcher;
 class JournalUploader;
 struct ChunkMap;
 
@@ -201,6 +202,8 @@ class SpokeBackend : public vfs::Backend {
   const SpokeBackendOptions options_;
   std::unique_ptr<MetadataCache> meta_;
   std::unique_ptr<ChunkFetcher> fetcher_;
+  // Sends SetAttr, Create, Remove, Rename and Link to the hub.
+  std::unique_ptr<ChangeBatcher> changes_;
   // Storage of READ replies assembled from several chunks.
   cache::BufferPool reply_pool_;
   FileKey root_;

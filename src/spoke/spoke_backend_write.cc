@@ -16,6 +16,7 @@
 
 #include "common/worker_pool.h"
 #include "hub/proto_convert.h"
+#include "spoke/change_batcher.h"
 #include "spoke/journal_uploader.h"
 #include "spoke/metadata_cache.h"
 #include "spoke/spoke_backend.h"
@@ -91,24 +92,27 @@ void SpokeBackend::SetAttrAtHub(const vfs::Credentials& cred, const FileKey& key
   *req.mutable_ref() = ToProto(key);
   ToProto(attrs, req.mutable_attrs());
   if (guard_ctime) *req.mutable_guard_ctime() = hub::ToProto(*guard_ctime);
-  link_->Call(&Hub::Stub::async::SetAttr, std::move(req),
-              [this, key, cb = std::move(cb)](Result<v1::SetAttrResponse> r, Grant) {
-                meta_->Invalidate(key.ino);
-                if (!r.ok()) return cb(r.status());
-                cb(FromProto(r->wcc()));
-              });
+  v1::Change change;
+  *change.mutable_set_attr() = std::move(req);
+  changes_->Submit(std::move(change), [this, key, cb = std::move(cb)](Result<v1::ChangeResult> r) {
+    meta_->Invalidate(key.ino);
+    if (!r.ok()) return cb(r.status());
+    cb(FromProto(r->set_attr().wcc()));
+  });
 }
 
 void SpokeBackend::CreateAtHub(const FileKey& dir, const v1::CreateRequest& req,
                                vfs::Callback<vfs::CreateReply> cb) {
-  link_->Call(&Hub::Stub::async::Create, req,
-              [this, dir, cb = std::move(cb)](Result<v1::CreateResponse> r, Grant) {
-                meta_->Invalidate(dir.ino);
-                if (!r.ok()) return cb(r.status());
-                // CREATE may have truncated an existing file.
-                meta_->Invalidate(r->object().ref().ino());
-                cb(CreateReplyFrom(*r));
-              });
+  v1::Change change;
+  *change.mutable_create() = req;
+  changes_->Submit(std::move(change), [this, dir, cb = std::move(cb)](Result<v1::ChangeResult> r) {
+    meta_->Invalidate(dir.ino);
+    if (!r.ok()) return cb(r.status());
+    const v1::CreateResponse& created = r->create();
+    // CREATE may have truncated an existing file.
+    meta_->Invalidate(created.object().ref().ino());
+    cb(CreateReplyFrom(created));
+  });
 }
 
 Status SpokeBackend::FlushBeforeTruncate(const vfs::Credentials& cred, const FileKey& dir,
@@ -202,15 +206,16 @@ void SpokeBackend::RemoveAtHub(const vfs::Credentials& cred, const vfs::Handle& 
   *req.mutable_dir() = ToProto(*dkey);
   req.set_name(std::string(name));
   req.set_directory(directory);
-  link_->Call(
-      &Hub::Stub::async::Remove, std::move(req),
-      [this, dkey = *dkey, victim, cb = std::move(cb)](Result<v1::RemoveResponse> r, Grant) {
-        meta_->Invalidate(dkey.ino);
-        // The victim's link count changed (or it is gone).
-        if (victim) meta_->Invalidate(victim->ino);
-        if (!r.ok()) return cb(r.status());
-        cb(FromProto(r->dir_wcc()));
-      });
+  v1::Change change;
+  *change.mutable_remove() = std::move(req);
+  changes_->Submit(std::move(change),
+                   [this, dkey = *dkey, victim, cb = std::move(cb)](Result<v1::ChangeResult> r) {
+                     meta_->Invalidate(dkey.ino);
+                     // The victim's link count changed (or it is gone).
+                     if (victim) meta_->Invalidate(victim->ino);
+                     if (!r.ok()) return cb(r.status());
+                     cb(FromProto(r->remove().dir_wcc()));
+                   });
 }
 
 void SpokeBackend::Rename(const vfs::Credentials& cred, const vfs::Handle& from_dir,
@@ -230,16 +235,18 @@ void SpokeBackend::Rename(const vfs::Credentials& cred, const vfs::Handle& from_
   req.set_from_name(std::string(from_name));
   *req.mutable_to_dir() = ToProto(*to);
   req.set_to_name(std::string(to_name));
-  link_->Call(&Hub::Stub::async::Rename, std::move(req),
-              [this, touched, cb = std::move(cb)](Result<v1::RenameResponse> r, Grant) {
-                for (uint64_t ino : touched) meta_->Invalidate(ino);
-                if (!r.ok()) return cb(r.status());
-                auto from_wcc = FromProto(r->from_dir_wcc());
-                auto to_wcc = FromProto(r->to_dir_wcc());
-                if (!from_wcc.ok()) return cb(from_wcc.status());
-                if (!to_wcc.ok()) return cb(to_wcc.status());
-                cb(vfs::RenameReply{*from_wcc, *to_wcc});
-              });
+  v1::Change change;
+  *change.mutable_rename() = std::move(req);
+  changes_->Submit(std::move(change),
+                   [this, touched, cb = std::move(cb)](Result<v1::ChangeResult> r) {
+                     for (uint64_t ino : touched) meta_->Invalidate(ino);
+                     if (!r.ok()) return cb(r.status());
+                     auto from_wcc = FromProto(r->rename().from_dir_wcc());
+                     auto to_wcc = FromProto(r->rename().to_dir_wcc());
+                     if (!from_wcc.ok()) return cb(from_wcc.status());
+                     if (!to_wcc.ok()) return cb(to_wcc.status());
+                     cb(vfs::RenameReply{*from_wcc, *to_wcc});
+                   });
 }
 
 void SpokeBackend::Link(const vfs::Credentials& cred, const vfs::Handle& file,
@@ -254,19 +261,21 @@ void SpokeBackend::Link(const vfs::Credentials& cred, const vfs::Handle& file,
   *req.mutable_file() = ToProto(*fkey);
   *req.mutable_dir() = ToProto(*dkey);
   req.set_name(std::string(name));
-  link_->Call(
-      &Hub::Stub::async::Link, std::move(req),
-      [this, fkey = *fkey, dkey = *dkey, cb = std::move(cb)](Result<v1::LinkResponse> r, Grant) {
-        meta_->Invalidate(fkey.ino);
-        meta_->Invalidate(dkey.ino);
-        if (!r.ok()) return cb(r.status());
-        auto file_attr = OptionalAttr(r->has_file_attr(), r->file_attr());
-        auto dir_wcc = FromProto(r->dir_wcc());
-        if (!file_attr.ok()) return cb(file_attr.status());
-        if (!dir_wcc.ok()) return cb(dir_wcc.status());
-        if (*file_attr) *file_attr = Patched(fkey, **file_attr);
-        cb(vfs::LinkReply{*file_attr, *dir_wcc});
-      });
+  v1::Change change;
+  *change.mutable_link() = std::move(req);
+  changes_->Submit(std::move(change), [this, fkey = *fkey, dkey = *dkey,
+                                       cb = std::move(cb)](Result<v1::ChangeResult> r) {
+    meta_->Invalidate(fkey.ino);
+    meta_->Invalidate(dkey.ino);
+    if (!r.ok()) return cb(r.status());
+    const v1::LinkResponse& linked = r->link();
+    auto file_attr = OptionalAttr(linked.has_file_attr(), linked.file_attr());
+    auto dir_wcc = FromProto(linked.dir_wcc());
+    if (!file_attr.ok()) return cb(file_attr.status());
+    if (!dir_wcc.ok()) return cb(dir_wcc.status());
+    if (*file_attr) *file_attr = Patched(fkey, **file_attr);
+    cb(vfs::LinkReply{*file_attr, *dir_wcc});
+  });
 }
 
 void SpokeBackend::Write(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t offset,

@@ -786,5 +786,128 @@ TEST_F(HubServiceLeasedTest, AChangeWaitingForAnAckDoesNotHoldUpOthers) {
           .ok());
 }
 
+v1::Change CreateChange(const v1::FileRef& dir, const std::string& name, v1::FileType type) {
+  v1::Change change;
+  v1::CreateRequest* create = change.mutable_create();
+  *create->mutable_dir() = dir;
+  create->set_name(name);
+  create->set_type(type);
+  create->mutable_attrs()->set_mode(type == v1::DIRECTORY ? 0755 : 0644);
+  return change;
+}
+
+bool Exists(meta::Namespace& ns, const v1::FileRef& dir, const std::string& name) {
+  return ns.Lookup(vfs::Credentials{}, meta::Namespace::MakeHandle(dir.ino(), dir.gen()), name)
+      .ok();
+}
+
+TEST_F(HubServiceTest, ApplyChangesAnswersEachChangeInOrder) {
+  const v1::Entry dir = Create(root_, "d", v1::DIRECTORY);
+  Create(dir.ref(), "old", v1::REGULAR);
+  v1::ApplyChangesRequest req;
+  *req.add_changes() = CreateChange(dir.ref(), "new", v1::REGULAR);
+  *req.add_changes() = CreateChange(dir.ref(), "bad/name", v1::REGULAR);
+  v1::RemoveRequest* remove = req.add_changes()->mutable_remove();
+  *remove->mutable_dir() = dir.ref();
+  remove->set_name("old");
+  v1::RemoveRequest* missing = req.add_changes()->mutable_remove();
+  *missing->mutable_dir() = dir.ref();
+  missing->set_name("never-was");
+  req.add_changes();  // names no operation
+  v1::SetAttrRequest* chmod = req.add_changes()->mutable_set_attr();
+  *chmod->mutable_ref() = dir.ref();
+  chmod->mutable_attrs()->set_mode(0700);
+  // Applied in order: the file just created can be renamed in the same batch.
+  v1::RenameRequest* rename = req.add_changes()->mutable_rename();
+  *rename->mutable_from_dir() = dir.ref();
+  rename->set_from_name("new");
+  *rename->mutable_to_dir() = dir.ref();
+  rename->set_to_name("renamed");
+
+  v1::ApplyChangesResponse resp;
+  auto r = Call(&v1::Hub::Stub::ApplyChanges, req, &resp);
+  ASSERT_TRUE(r.ok()) << r.status.error_message();
+  ASSERT_EQ(resp.results_size(), 7);
+  const auto& created = resp.results(0);
+  EXPECT_TRUE(created.code().empty()) << created.message();
+  ASSERT_TRUE(created.has_create());
+  EXPECT_NE(created.create().object().ref().ino(), 0u);
+  EXPECT_EQ(created.create().object().attr().type(), v1::REGULAR);
+
+  EXPECT_EQ(resp.results(1).code(), "invalid_argument");
+  EXPECT_NE(resp.results(1).message().find("bad/name"), std::string::npos)
+      << resp.results(1).message();
+  EXPECT_FALSE(resp.results(1).has_create()) << "a failed change has no reply";
+
+  EXPECT_TRUE(resp.results(2).code().empty()) << resp.results(2).message();
+  EXPECT_TRUE(resp.results(2).has_remove());
+  EXPECT_EQ(resp.results(3).code(), "not_found");
+  EXPECT_NE(resp.results(3).message().find("never-was"), std::string::npos)
+      << resp.results(3).message();
+  EXPECT_EQ(resp.results(4).code(), "invalid_argument");
+  EXPECT_TRUE(resp.results(5).code().empty()) << resp.results(5).message();
+  EXPECT_EQ(resp.results(5).set_attr().wcc().after().mode() & 07777, 0700u);
+  EXPECT_TRUE(resp.results(6).code().empty()) << resp.results(6).message();
+  for (const auto& result : resp.results()) EXPECT_FALSE(result.deferred());
+
+  EXPECT_TRUE(Exists(hub_.ns(), dir.ref(), "renamed"));
+  EXPECT_FALSE(Exists(hub_.ns(), dir.ref(), "new"));
+  EXPECT_FALSE(Exists(hub_.ns(), dir.ref(), "old"));
+  EXPECT_FALSE(Exists(hub_.ns(), dir.ref(), "bad"));
+}
+
+TEST_F(HubServiceTest, ApplyChangesRefusesOversizedBatchesWhole) {
+  v1::ApplyChangesRequest req;
+  for (int i = 0; i <= kMaxChangesPerBatch; ++i) {
+    *req.add_changes() = CreateChange(root_, "n" + std::to_string(i), v1::REGULAR);
+  }
+  v1::ApplyChangesResponse resp;
+  auto r = Call(&v1::Hub::Stub::ApplyChanges, req, &resp);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(r.geofs_code, "invalid_argument");
+  EXPECT_FALSE(Exists(hub_.ns(), root_, "n0"));
+
+  v1::ApplyChangesRequest empty;
+  r = Call(&v1::Hub::Stub::ApplyChanges, empty, &resp);
+  EXPECT_TRUE(r.ok()) << r.status.error_message();
+  EXPECT_EQ(resp.results_size(), 0);
+}
+
+TEST_F(HubServiceLeasedTest, ApplyChangesDefersAChangeThatWouldWait) {
+  const v1::Entry a = Create(root_, "a", v1::DIRECTORY);
+  const v1::Entry b = Create(root_, "b", v1::DIRECTORY);
+  const uint64_t session = OpenSession();
+  ASSERT_TRUE(leases_.Grant(session, std::vector<uint64_t>{a.ref().ino()}).ok());
+
+  // Answered without the lease holder acknowledging anything: the change
+  // in a comes back deferred and not applied, the one in b is done.
+  v1::ApplyChangesRequest req;
+  *req.add_changes() = CreateChange(a.ref(), "x", v1::REGULAR);
+  *req.add_changes() = CreateChange(b.ref(), "y", v1::REGULAR);
+  v1::ApplyChangesResponse resp;
+  auto r = Call(&v1::Hub::Stub::ApplyChanges, req, &resp);
+  ASSERT_TRUE(r.ok()) << r.status.error_message();
+  ASSERT_EQ(resp.results_size(), 2);
+  EXPECT_TRUE(resp.results(0).deferred());
+  EXPECT_TRUE(resp.results(0).code().empty());
+  EXPECT_FALSE(resp.results(0).has_create());
+  EXPECT_FALSE(resp.results(1).deferred());
+  EXPECT_TRUE(resp.results(1).code().empty()) << resp.results(1).message();
+  EXPECT_FALSE(Exists(hub_.ns(), a.ref(), "x"));
+  EXPECT_TRUE(Exists(hub_.ns(), b.ref(), "y"));
+
+  // Sent alone, it waits for the holder as any change does.
+  auto alone = std::async(std::launch::async, [&] {
+    v1::CreateResponse created;
+    return Call(&v1::Hub::Stub::Create, req.changes(0).create(), &created);
+  });
+  const auto inv = Received(0);
+  ASSERT_TRUE(inv) << "the holder of a is told";
+  leases_.Ack(session, inv->seq);
+  ASSERT_EQ(alone.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(alone.get().ok());
+  EXPECT_TRUE(Exists(hub_.ns(), a.ref(), "x"));
+}
+
 }  // namespace
 }  // namespace geofs::hub

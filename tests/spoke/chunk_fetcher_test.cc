@@ -10,13 +10,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <future>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "call_gate.h"
 #include "chunk/chunk_codec.h"
 #include "chunk/chunk_id.h"
 #include "hub.grpc.pb.h"
@@ -32,9 +32,8 @@ using namespace std::chrono_literals;
 
 constexpr size_t kChunkBytes = 64 << 10;
 
-// Serves the chunks it was given (stored form). While held, calls wait
-// before answering; the hub records how many were open at once and the ids
-// of every call in arrival order.
+// Serves the chunks it was given (stored form). Calls pass `gate` before
+// answering; the hub records the ids of every call in arrival order.
 class ChunkHub final : public v1::Hub::Service {
  public:
   void Add(const chunk::ChunkId& id, std::string stored) {
@@ -45,37 +44,16 @@ class ChunkHub final : public v1::Hub::Service {
   void Reset() {
     std::lock_guard lock(mu_);
     calls_.clear();
-    max_open_ = 0;
-  }
-
-  void Hold() {
-    std::lock_guard lock(mu_);
-    held_ = true;
-  }
-  void Release() {
-    {
-      std::lock_guard lock(mu_);
-      held_ = false;
-    }
-    cv_.notify_all();
-  }
-  // Waits until `n` calls are open (held); false after 5 s.
-  bool WaitOpen(int n) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, 5s, [&] { return open_ >= n; });
+    gate.ResetMaxOpen();
   }
 
   grpc::Status ReadChunks(grpc::ServerContext*, const v1::ReadChunksRequest* req,
                           grpc::ServerWriter<v1::ChunkData>* writer) override {
     {
-      std::unique_lock lock(mu_);
-      ++open_;
-      max_open_ = std::max(max_open_, open_);
+      std::lock_guard lock(mu_);
       calls_.emplace_back(req->chunk_ids().begin(), req->chunk_ids().end());
-      cv_.notify_all();
-      cv_.wait_for(lock, 10s, [&] { return !held_; });
-      --open_;
     }
+    gate.Pass();
     for (const std::string& id : req->chunk_ids()) {
       v1::ChunkData data;
       {
@@ -90,14 +68,12 @@ class ChunkHub final : public v1::Hub::Service {
     return grpc::Status::OK;
   }
 
-  int max_open() {
-    std::lock_guard lock(mu_);
-    return max_open_;
-  }
   std::vector<std::vector<std::string>> calls() {
     std::lock_guard lock(mu_);
     return calls_;
   }
+
+  testing::CallGate gate;
 
   static std::string Key(const chunk::ChunkId& id) {
     return std::string(reinterpret_cast<const char*>(id.bytes().data()), id.bytes().size());
@@ -105,11 +81,7 @@ class ChunkHub final : public v1::Hub::Service {
 
  private:
   std::mutex mu_;
-  std::map<std::string, std::string> chunks_;     // guarded by mu_
-  std::condition_variable cv_;
-  bool held_ = false;                             // guarded by mu_
-  int open_ = 0;                                  // guarded by mu_
-  int max_open_ = 0;                              // guarded by mu_
+  std::map<std::string, std::string> chunks_;    // guarded by mu_
   std::vector<std::vector<std::string>> calls_;  // guarded by mu_
 };
 
@@ -155,7 +127,7 @@ class ChunkFetcherTest : public ::testing::Test {
 
   void SetUp() override { hub_->Reset(); }
   void TearDown() override {
-    hub_->Release();
+    hub_->gate.Release();
     fetcher_.reset();  // waits for its calls
   }
 
@@ -245,11 +217,11 @@ TEST_F(ChunkFetcherTest, ChunkCachedBetweenTheMissAndTheFetchIsNotFetchedAgain) 
 TEST_F(ChunkFetcherTest, ConcurrentReadsOfOneChunkShareOneFetch) {
   MakeChunks(1);
   StartFetcher();
-  hub_->Hold();
+  hub_->gate.Hold();
   std::vector<std::future<Result<std::string>>> reads;
   for (int i = 0; i < 5; ++i) reads.push_back(Read(0));
-  ASSERT_TRUE(hub_->WaitOpen(1));
-  hub_->Release();
+  ASSERT_TRUE(hub_->gate.WaitOpen(1));
+  hub_->gate.Release();
   for (auto& f : reads) {
     auto got = Get(f);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -279,20 +251,20 @@ TEST_F(ChunkFetcherTest, BurstOfMissesStaysUnderTheCallCapAndEveryReadGetsItsByt
   constexpr size_t kCap = 4;
   MakeChunks(kChunks);
   StartFetcher(kCap);
-  hub_->Hold();
+  hub_->gate.Hold();
   std::vector<std::future<Result<std::string>>> reads;
   for (int i = 0; i < kChunks; ++i) reads.push_back(Read(i));
-  ASSERT_TRUE(hub_->WaitOpen(kCap));
+  ASSERT_TRUE(hub_->gate.WaitOpen(kCap));
   // Held calls cannot finish, so anything past the cap would be open now.
   std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(hub_->max_open(), static_cast<int>(kCap));
-  hub_->Release();
+  EXPECT_EQ(hub_->gate.max_open(), static_cast<int>(kCap));
+  hub_->gate.Release();
   for (int i = 0; i < kChunks; ++i) {
     auto got = Get(reads[i]);
     ASSERT_TRUE(got.ok()) << i << ": " << got.status().ToString();
     EXPECT_EQ(*got, raws_[i]) << i;
   }
-  EXPECT_LE(hub_->max_open(), static_cast<int>(kCap));
+  EXPECT_LE(hub_->gate.max_open(), static_cast<int>(kCap));
   FetchStats s = fetcher_->Stats();
   EXPECT_EQ(s.queued, kChunks - kCap);
   // The queue left in batches: fewer calls than chunks.
@@ -303,15 +275,15 @@ TEST_F(ChunkFetcherTest, QueuedReadsLeaveBeforeQueuedPrefetches) {
   constexpr int kChunks = 12;
   MakeChunks(kChunks);
   StartFetcher(/*max_calls=*/1);
-  hub_->Hold();
+  hub_->gate.Hold();
   auto blocker = Read(0);  // takes the only call
-  ASSERT_TRUE(hub_->WaitOpen(1));
+  ASSERT_TRUE(hub_->gate.WaitOpen(1));
   // Chunks 1..10 queued as prefetches, then a READ of chunk 11 and one that
   // joins the queued prefetch of chunk 10.
   fetcher_->Prefetch(std::vector<chunk::ChunkId>(ids_.begin() + 1, ids_.begin() + 11));
   auto late = Read(11);
   auto joined = Read(10);
-  hub_->Release();
+  hub_->gate.Release();
   for (auto* f : {&blocker, &late, &joined}) ASSERT_TRUE(Get(*f).ok());
   auto calls = hub_->calls();
   ASSERT_GE(calls.size(), 2u);
