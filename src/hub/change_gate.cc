@@ -26,10 +26,9 @@ std::string EntryKey(const vfs::Handle& dir, std::string_view name) {
   return key;
 }
 
-void ChangeGate::AddChild(const vfs::Credentials& cred, const vfs::Handle& dir,
-                          std::string_view name, Inos* out) {
-  auto found = ns_->Lookup(cred, dir, name);
-  if (found.ok()) AddIno(found->object.handle, out);
+void ChangeGate::AddChild(const vfs::Handle& dir, std::string_view name, Inos* out) {
+  auto found = ns_->EntryIno(dir, name);
+  if (found.ok() && *found) out->push_back(**found);
 }
 
 template <typename T>
@@ -110,7 +109,7 @@ Result<vfs::CreateReply> ChangeGate::Create(uint64_t origin, const vfs::Credenti
       [&] {
         Inos inos;
         AddIno(dir, &inos);
-        AddChild(cred, dir, name, &inos);
+        AddChild(dir, name, &inos);
         return inos;
       },
       [&] { return ns_->Create(cred, dir, name, req); }, no_wait);
@@ -171,7 +170,7 @@ Result<vfs::Wcc> ChangeGate::RemoveLike(uint64_t origin, const vfs::Credentials&
       origin,
       [&] {
         Inos inos = dir_ino;
-        AddChild(cred, dir, name, &inos);
+        AddChild(dir, name, &inos);
         return inos;
       },
       {EntryKey(dir, name)}, op, [&](const vfs::Wcc&) { return dir_ino; }, no_wait);
@@ -188,8 +187,8 @@ Result<vfs::RenameReply> ChangeGate::Rename(uint64_t origin, const vfs::Credenti
       origin,
       [&] {
         Inos inos = dirs;
-        AddChild(cred, from_dir, from_name, &inos);
-        AddChild(cred, to_dir, to_name, &inos);
+        AddChild(from_dir, from_name, &inos);
+        AddChild(to_dir, to_name, &inos);
         return inos;
       },
       {EntryKey(from_dir, from_name), EntryKey(to_dir, to_name)},

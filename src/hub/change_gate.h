@@ -100,8 +100,9 @@ class ChangeGate {
                   const std::function<Result<T>()>& op, const std::function<Inos(const T&)>& leased,
                   NoWaitChange* no_wait);
   // The inode `name` in `dir` names now, appended to `out` (nothing if none).
-  void AddChild(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
-                Inos* out);
+  // It is read again once the change has begun, so it costs one read, not
+  // a lookup with attributes and permission checks.
+  void AddChild(const vfs::Handle& dir, std::string_view name, Inos* out);
   Result<vfs::CreateReply> CreateLike(uint64_t origin, const vfs::Handle& dir,
                                       std::string_view name, const std::function<Inos()>& affected,
                                       const std::function<Result<vfs::CreateReply>()>& op,

@@ -229,6 +229,14 @@ Result<vfs::LookupReply> Namespace::Lookup(const vfs::Credentials& cred, const v
   return vfs::LookupReply{EntryOf(*child), dir_attr};
 }
 
+Result<std::optional<uint64_t>> Namespace::EntryIno(const vfs::Handle& dir, std::string_view name) {
+  GEOFS_ASSIGN_OR_RETURN(HandleParts parts, ParseHandle(dir));
+  GEOFS_ASSIGN_OR_RETURN(std::optional<schema::DirentValue> entry,
+                         ReadEntry(*store_, parts.ino, name));
+  if (!entry) return std::optional<uint64_t>();
+  return std::optional<uint64_t>(entry->child);
+}
+
 Result<vfs::LookupReply> Namespace::LookupParent(const vfs::Credentials& cred,
                                                  const vfs::Handle& dir) {
   std::unique_ptr<KvReader> snap = store_->NewSnapshot();

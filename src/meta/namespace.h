@@ -119,6 +119,10 @@ class Namespace {
                            const vfs::SetAttrs& attrs, std::optional<WallTime> guard_ctime);
   Result<vfs::LookupReply> Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
                                   std::string_view name);
+  // The inode the entry `name` of `dir` names, if any: one read, with no
+  // permission check and no check of `dir`'s generation (for callers that
+  // only need to know what a change will touch; the change checks both).
+  Result<std::optional<uint64_t>> EntryIno(const vfs::Handle& dir, std::string_view name);
   // The root's parent is the root.
   Result<vfs::LookupReply> LookupParent(const vfs::Credentials& cred, const vfs::Handle& dir);
   Result<vfs::AccessReply> Access(const vfs::Credentials& cred, const vfs::Handle& h,
