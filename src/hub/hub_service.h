@@ -1,13 +1,14 @@
 // HubService: the gRPC API of proto/hub.proto over the hub's Namespace and
-// ChunkStore. Namespace changes (SetAttr, Create, Remove, Rename, Link) use
-// gRPC's callback API and a commit pipeline: one thread applies, one after
-// the other, the changes that need not wait for coherence (unsynced), and
-// another makes each group of them durable with one sync and then answers
-// them; a change that must wait (invalidations, another change of its
-// names) runs on a worker thread the ordinary way. So the common change
-// needs no thread of its own and meets no lock contention, and every change
-// is durable before it is answered. The other calls use the synchronous API
-// (the server's thread pool runs them in parallel).
+// ChunkStore. Namespace changes (SetAttr, Create, Remove, Rename, Link, and
+// batches of them in ApplyChanges) use gRPC's callback API and a commit
+// pipeline: one thread applies the queued changes that need not wait for
+// coherence, one after the other and unsynced, then makes the group durable
+// with one sync and answers it; a change that must wait (invalidations,
+// another change of its names) runs on a worker thread the ordinary way (or,
+// in a batch, is answered `deferred`). So the common change needs no thread
+// of its own and meets no lock contention, and every change is durable
+// before it is answered. The other calls use the synchronous API (the
+// server's thread pool runs them in parallel).
 //
 // Every request is validated before anything changes: FileRefs that name no
 // live object are NOT_FOUND "stale"; names must be single path components of
