@@ -241,6 +241,8 @@ void PrintSpokeExport(const spoke::SpokeCounters& c) {
               HumanBytes(c.bytes_from_cache).c_str(), HumanBytes(c.bytes_from_hub).c_str());
   std::printf("  leases held    %llu\n", u(c.leases_held));
   std::printf("  invalidations  %llu\n", u(c.invalidations));
+  std::printf("  changes        %llu in %llu hub calls, %llu waited for other spokes\n",
+              u(c.hub_changes), u(c.hub_change_calls), u(c.changes_deferred));
   std::printf("  journal        %llu files, %s pending, %s on disk\n", u(c.journal_files),
               HumanBytes(c.journal_bytes).c_str(), HumanBytes(c.journal_log_bytes).c_str());
 }

@@ -147,6 +147,9 @@ SpokeCounters HubSpoke::Counters() const {
   c.bytes_from_cache = s.bytes_from_cache;
   c.leases_held = s.leases_held;
   c.invalidations = s.invalidations;
+  c.hub_changes = s.hub_changes;
+  c.hub_change_calls = s.hub_change_calls;
+  c.changes_deferred = s.changes_deferred;
   c.journal_files = journal.pending_files;
   c.journal_bytes = journal.pending_bytes;
   c.journal_log_bytes = journal.log_bytes;

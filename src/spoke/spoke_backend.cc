@@ -89,6 +89,10 @@ SpokeStats SpokeBackend::Stats() const {
   s.leases_held = meta_->Held().size();
   LinkState link = link_->state();
   s.invalidations = link.invalidations;
+  const ChangeBatcherStats changes = changes_->stats();
+  s.hub_changes = changes.changes;
+  s.hub_change_calls = changes.batches + changes.alone;
+  s.changes_deferred = changes.deferred;
   s.hub_connected = link.connected;
   s.hub_state_seconds = std::chrono::duration<double>(options_.clock->Now() - link.since).count();
   s.session = link.session;

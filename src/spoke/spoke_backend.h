@@ -77,6 +77,9 @@ struct SpokeStats {
   uint64_t bytes_from_cache = 0;  // raw chunk bytes served from the cache
   uint64_t leases_held = 0;       // inodes with a live lease
   uint64_t invalidations = 0;
+  uint64_t hub_changes = 0;       // namespace changes sent to the hub
+  uint64_t hub_change_calls = 0;  // the calls that carried them
+  uint64_t changes_deferred = 0;  // deferred by the hub to wait for another spoke
   uint64_t journal_bytes = 0;  // written, not yet committed at the hub
   bool hub_connected = false;
   double hub_state_seconds = 0;  // how long the link has been in its state

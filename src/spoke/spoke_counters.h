@@ -38,6 +38,9 @@ struct SpokeCounters {
   uint64_t bytes_from_cache = 0;  // raw chunk bytes served from the cache
   uint64_t leases_held = 0;       // inodes under a live lease
   uint64_t invalidations = 0;     // invalidations received from the hub
+  uint64_t hub_changes = 0;       // namespace changes sent to the hub
+  uint64_t hub_change_calls = 0;  // hub calls that carried them (batches and single calls)
+  uint64_t changes_deferred = 0;  // changes the hub deferred: they waited for another spoke
 
   // Journal depth: written through this spoke, not yet committed at the hub.
   uint64_t journal_files = 0;

@@ -173,6 +173,11 @@ TEST_F(GeofsctlSpokeTest, CountersMoveWithReadsAndWrites) {
   } while (std::chrono::steady_clock::now() < deadline);
   EXPECT_EQ(Count(drained, "journal_bytes"), 0u) << spoke_->Log();
   EXPECT_EQ(Count(drained, "journal_files"), 0u);
+  // Creating it was a namespace change, sent in some hub call.
+  EXPECT_GE(Count(drained, "hub_changes"), 1u);
+  EXPECT_GE(Count(drained, "hub_change_calls"), 1u);
+  EXPECT_LE(Count(drained, "hub_change_calls"), Count(drained, "hub_changes"));
+  EXPECT_EQ(Count(drained, "changes_deferred"), 0u) << "no other spoke holds anything";
   auto at_hub = hub_->Ctl({"stats", "--json"});
   ASSERT_TRUE(at_hub.ok());
   EXPECT_EQ(nlohmann::json::parse(at_hub->out)["logical_bytes"].get<uint64_t>(),

@@ -34,6 +34,9 @@ SpokeCounters Sample() {
   c.hub_state_seconds = 1.5;
   c.session = 12;
   c.hub_reconnects = 13;
+  c.hub_changes = 14;
+  c.hub_change_calls = 15;
+  c.changes_deferred = 16;
   c.immutable = true;
   return c;
 }
@@ -62,6 +65,9 @@ TEST(SpokeCountersTest, JsonRoundTripsEveryField) {
   EXPECT_DOUBLE_EQ(b.hub_state_seconds, 1.5);
   EXPECT_EQ(b.session, 12u);
   EXPECT_EQ(b.hub_reconnects, 13u);
+  EXPECT_EQ(b.hub_changes, 14u);
+  EXPECT_EQ(b.hub_change_calls, 15u);
+  EXPECT_EQ(b.changes_deferred, 16u);
   EXPECT_TRUE(b.immutable);
 
   auto doc = nlohmann::json::parse(text);
