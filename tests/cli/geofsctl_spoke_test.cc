@@ -210,6 +210,9 @@ TEST_F(GeofsctlSpokeTest, HumanTableShowsTheExport) {
       std::regex_search(r.out, std::regex(R"(bytes +.* from the cache, 3\.\d MiB from the hub)")))
       << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(journal +0 files, 0 B pending)"))) << r.out;
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex(R"(changes +0 in 0 hub calls, 0 waited for other spokes)")))
+      << r.out;
 }
 
 TEST(GeofsctlSpokeErrorsTest, UnreachableAddressFailsNamingIt) {
