@@ -34,6 +34,25 @@ Status StatusOf(const v1::ChangeResult& result) {
   return Status(*code, result.message());
 }
 
+// Whether `result` carries the reply type of `change`.
+bool RepliesTo(const v1::Change& change, const v1::ChangeResult& result) {
+  switch (change.change_case()) {
+    case v1::Change::kSetAttr:
+      return result.has_set_attr();
+    case v1::Change::kCreate:
+      return result.has_create();
+    case v1::Change::kRemove:
+      return result.has_remove();
+    case v1::Change::kRename:
+      return result.has_rename();
+    case v1::Change::kLink:
+      return result.has_link();
+    case v1::Change::CHANGE_NOT_SET:
+      break;
+  }
+  return false;
+}
+
 }  // namespace
 
 ChangeBatcher::ChangeBatcher(HubLink* link, ChangeBatcherOptions options)
@@ -123,6 +142,8 @@ void ChangeBatcher::OnBatchDone(std::deque<Pending> batch,
       SendAlone(std::move(p));
     } else if (!result.code().empty()) {
       p.done(StatusOf(result));
+    } else if (!RepliesTo(p.change, result)) {
+      p.done(Status::Internal("the hub answered a change with the reply of another kind"));
     } else {
       p.done(std::move(result));
     }

@@ -2,7 +2,8 @@
 // the names of the changes (and can hold calls): changes submitted while a
 // call is open leave together in the next one; each answer reaches its own
 // change; a deferred change is sent again alone; a failed change keeps its
-// code; a hub without ApplyChanges gets every change as its own call.
+// code; a reply of the wrong kind is an error; a hub without ApplyChanges
+// gets every change as its own call.
 #include "spoke/change_batcher.h"
 
 #include <grpcpp/grpcpp.h>
@@ -33,8 +34,9 @@ uint64_t InoFor(const std::string& name, bool alone) {
 }
 
 // Creates answer with InoFor; names starting "defer" are deferred in a
-// batch, names starting "missing" fail with not_found. Removes always
-// succeed. ApplyChanges calls pass `gate` before answering.
+// batch, names starting "missing" fail with not_found, names starting
+// "wrongkind" get a Remove's reply. Removes always succeed. ApplyChanges
+// calls pass `gate` before answering.
 class ChangeHub final : public v1::Hub::Service {
  public:
   explicit ChangeHub(bool batches) : batches_(batches) {}
@@ -56,6 +58,8 @@ class ChangeHub final : public v1::Hub::Service {
       const std::string& name = change.create().name();
       if (name.starts_with("defer")) {
         result->set_deferred(true);
+      } else if (name.starts_with("wrongkind")) {
+        result->mutable_remove();
       } else if (name.starts_with("missing")) {
         result->set_code("not_found");
         result->set_message("no such thing: " + name);
@@ -225,6 +229,7 @@ TEST_F(ChangeBatcherTest, DeferredChangesAreSentAloneAndFailuresKeepTheirCode) {
   remove.mutable_remove()->set_name("gone");
   auto removed = Submit(batcher, remove);
   auto plain = Submit(batcher, CreateOf("f9"));
+  auto wrong = Submit(batcher, CreateOf("wrongkind4"));
   batching_.hub->gate.Release();
 
   ASSERT_TRUE(Get(opener).ok());
@@ -242,6 +247,9 @@ TEST_F(ChangeBatcherTest, DeferredChangesAreSentAloneAndFailuresKeepTheirCode) {
   auto p = Get(plain);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->create().object().ref().ino(), 9u);
+  auto w = Get(wrong);
+  ASSERT_FALSE(w.ok()) << "a reply of the wrong kind is not passed on as an answer";
+  EXPECT_EQ(w.status().code(), StatusCode::kInternal);
 
   EXPECT_EQ(batching_.hub->alone(), std::vector<std::string>{"defer7"});
   const ChangeBatcherStats stats = batcher.stats();
