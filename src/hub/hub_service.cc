@@ -196,15 +196,14 @@ class ChangeBatch {
   ChangeBatch(grpc::ServerUnaryReactor* reactor, int pending)
       : reactor_(reactor), pending_(pending) {}
 
-  static void Fail(v1::ChangeResult* result, const Status& status) {
-    result->clear_reply();
-    result->set_code(std::string(CodeToken(status.code())));
-    result->set_message(std::string(status.message()));
-  }
   // Records one change's outcome (each result is written by one thread,
   // before its count is released).
   void Done(v1::ChangeResult* result, const Status& status) {
-    if (!status.ok()) Fail(result, status);
+    if (!status.ok()) {
+      result->clear_reply();
+      result->set_code(std::string(CodeToken(status.code())));
+      result->set_message(std::string(status.message()));
+    }
     Release();
   }
   void Defer(v1::ChangeResult* result) {
