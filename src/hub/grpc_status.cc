@@ -115,7 +115,7 @@ std::optional<StatusCode> CodeFromToken(std::string_view token) {
   return std::nullopt;
 }
 
-grpc::Status ToGrpcStatus(const Status& status, grpc::ServerContext* ctx) {
+grpc::Status ToGrpcStatus(const Status& status, grpc::ServerContextBase* ctx) {
   if (status.ok()) return grpc::Status::OK;
   if (ctx) ctx->AddTrailingMetadata(kGeofsCodeKey, std::string(CodeToken(status.code())));
   return grpc::Status(GrpcCodeFor(status.code()), status.ToString());

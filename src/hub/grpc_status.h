@@ -29,7 +29,7 @@ std::optional<StatusCode> CodeFromToken(std::string_view token);
 
 // Server side: the status to return for `status`. Sets the geofs-code
 // trailing metadata on `ctx` (may be null in tests) unless `status` is OK.
-grpc::Status ToGrpcStatus(const Status& status, grpc::ServerContext* ctx);
+grpc::Status ToGrpcStatus(const Status& status, grpc::ServerContextBase* ctx);
 
 // Client side: the geofs status of a finished call, exact when the server
 // sent geofs-code, else derived from the gRPC code (transport failures such

@@ -151,11 +151,10 @@ grpc::ServerUnaryReactor* HubService::RunChange(grpc::CallbackServerContext* ctx
   }
   // The request, reply and context stay valid until Finish.
   std::vector<ChangePipeline::Call> calls;
-  calls.push_back({origin, std::move(change),
-                   [ctx, reactor](const Status& status) {
-                     reactor->Finish(service::GrpcStatusFor(status, ctx));
-                   },
-                   nullptr});
+  calls.push_back(
+      {origin, std::move(change),
+       [ctx, reactor](const Status& status) { reactor->Finish(ToGrpcStatus(status, ctx)); },
+       nullptr});
   pipeline_->Submit(std::move(calls));
   return reactor;
 }
@@ -237,7 +236,7 @@ grpc::ServerUnaryReactor* HubService::ApplyChanges(grpc::CallbackServerContext* 
   }
   const int n = req->changes_size();
   if (n > kMaxChangesPerBatch) {
-    reactor->Finish(service::GrpcStatusFor(
+    reactor->Finish(ToGrpcStatus(
         Status::InvalidArgument("a batch of " + std::to_string(n) + " changes (at most " +
                                 std::to_string(kMaxChangesPerBatch) + ")"),
         ctx));

@@ -155,7 +155,7 @@ std::optional<grpc::Status> HubService::ChangeOrigin(grpc::ServerContextBase* ct
   *origin = 0;
   if (options_.leases == nullptr) return std::nullopt;
   Result<uint64_t> tagged = SessionOf(ctx);
-  if (!tagged.ok()) return service::GrpcStatusFor(tagged.status(), ctx);
+  if (!tagged.ok()) return ToGrpcStatus(tagged.status(), ctx);
   if (*tagged != 0 && !options_.leases->IsOpen(*tagged)) return NoSession(ctx, *tagged);
   *origin = *tagged;
   return std::nullopt;

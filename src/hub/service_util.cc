@@ -52,11 +52,6 @@ Status CheckName(std::string_view name) {
   return Status::Ok();
 }
 
-grpc::Status GrpcStatusFor(const Status& status, grpc::ServerContextBase* ctx) {
-  if (!status.ok()) ctx->AddTrailingMetadata(kGeofsCodeKey, std::string(CodeToken(status.code())));
-  return ToGrpcStatus(status, nullptr);
-}
-
 std::string RefText(const v1::FileRef& ref) { return "inode " + std::to_string(ref.ino()); }
 
 vfs::Handle HandleOf(const v1::FileRef& ref) {

@@ -34,9 +34,6 @@ std::string RefText(const v1::FileRef& ref);
 vfs::Handle HandleOf(const v1::FileRef& ref);
 void ToProto(const vfs::Entry& entry, v1::Entry* out);
 
-// ToGrpcStatus for any server context (the callback API's too).
-grpc::Status GrpcStatusFor(const Status& status, grpc::ServerContextBase* ctx);
-
 // Runs `fn` (returning Status) and translates its result for gRPC.
 template <typename Fn>
 grpc::Status Run(grpc::ServerContext* ctx, Fn fn) {
