@@ -5,20 +5,12 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <utility>
 
 #include "geofs/buffer.h"
 #include "geofs/status.h"
 #include "hub.grpc.pb.h"
 
 namespace geofs::hub {
-
-// Streams `chunks` (binary chunk id, bytes in stored form) to the hub in one
-// PutChunks call on `ctx` (the caller sets its deadline and metadata) and
-// fills `resp`. The status is the call's, translated by FromGrpcStatus.
-Status UploadChunks(v1::Hub::StubInterface* stub, grpc::ClientContext* ctx,
-                    std::span<const std::pair<std::string, Buffer>> chunks,
-                    v1::PutChunksResponse* resp);
 
 // A chunk in stored form as two pieces sent one after the other (the chunk
 // codec's header and payload), so a raw chunk goes out without being
@@ -29,10 +21,12 @@ struct StoredChunk {
   Buffer body;
 };
 
-// As above, but the PutChunkRequest messages are framed by hand and gRPC
-// sends the pieces' memory as is: no copy into protobuf strings, none into
-// serialised messages. Each piece's owner is kept alive until gRPC is done
-// with it (possibly after this returns).
+// Streams `chunks` to the hub in one PutChunks call on `ctx` (the caller
+// sets its deadline and metadata) and fills `resp`; the status is the
+// call's, translated by FromGrpcStatus. The PutChunkRequest messages are
+// framed by hand and gRPC sends the pieces' memory as is: no copy into
+// protobuf strings, none into serialised messages. Each piece's owner is
+// kept alive until gRPC is done with it (possibly after this returns).
 Status UploadChunks(const std::shared_ptr<grpc::ChannelInterface>& channel,
                     grpc::ClientContext* ctx, std::span<const StoredChunk> chunks,
                     v1::PutChunksResponse* resp);

@@ -144,10 +144,10 @@ class HubLink {
   Result<bool> AcquireWrite(const v1::FileRef& ref);
   void ReleaseWrite(const v1::FileRef& ref);
 
-  // For clients that make their own calls (the JournalUploader): the stub,
-  // and Decorate() to tag each call with the open session, if any, so the
+  // For clients that make their own calls (the JournalUploader): the
+  // channel, and Decorate() to tag each call with the open session, if any, so the
   // hub does not invalidate this spoke for its own changes.
-  v1::Hub::StubInterface* stub() const { return stub_.get(); }
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
   void Decorate(grpc::ClientContext* ctx) const;
 
   LinkState state() const;

@@ -156,10 +156,11 @@ Status JournalUploaderOptions::Validate() const {
 
 class JournalUploader::Impl {
  public:
-  Impl(WriteJournal* journal, v1::Hub::StubInterface* hub, UploaderHooks hooks,
+  Impl(WriteJournal* journal, std::shared_ptr<grpc::ChannelInterface> hub, UploaderHooks hooks,
        JournalUploaderOptions options)
       : journal_(journal),
-        hub_(hub),
+        channel_(std::move(hub)),
+        hub_(v1::Hub::NewStub(channel_)),
         hooks_(std::move(hooks)),
         options_(std::move(options)),
         windows_(options_.window_bytes, options_.windows_in_flight) {
@@ -225,10 +226,9 @@ class JournalUploader::Impl {
               const Req& req, Resp* resp) const {
     grpc::ClientContext ctx;
     Decorate(&ctx);
-    return hub::FromGrpcStatus((hub_->*method)(&ctx, req, resp), &ctx);
+    return hub::FromGrpcStatus(((*hub_).*method)(&ctx, req, resp), &ctx);
   }
-  Status PutChunks(const std::vector<std::pair<std::string, Buffer>>& uploads,
-                   v1::PutChunksResponse* resp) const;
+  Status PutChunks(std::span<const hub::StoredChunk> uploads, v1::PutChunksResponse* resp) const;
   void Decorate(grpc::ClientContext* ctx) const {
     ctx->set_deadline(std::chrono::system_clock::now() + options_.call_timeout);
     if (hooks_.decorate) hooks_.decorate(ctx);
@@ -242,7 +242,8 @@ class JournalUploader::Impl {
   bool Quitting() const { return stopping_.load() && Clock::now() >= stop_deadline_.load(); }
 
   WriteJournal* const journal_;
-  v1::Hub::StubInterface* const hub_;
+  const std::shared_ptr<grpc::ChannelInterface> channel_;  // PutChunks goes on it directly
+  const std::unique_ptr<v1::Hub::StubInterface> hub_;
   const UploaderHooks hooks_;
   const JournalUploaderOptions options_;
   std::shared_ptr<spdlog::logger> log_ = GetLogger("spoke.uploader");
@@ -553,24 +554,24 @@ Status JournalUploader::Impl::UploadChunks(const Prepared& prepared) {
     if (missing.contains(BytesOf(c->first))) to_send.push_back(c);
   }
   if (to_send.empty()) return Status::Ok();
-  std::vector<std::pair<std::string, Buffer>> uploads(to_send.size());
+  std::vector<hub::StoredChunk> uploads(to_send.size());
   GEOFS_RETURN_IF_ERROR(hub::ParallelFor(to_send.size(), options_.compress_threads, [&](size_t i) {
-    uploads[i] = {BytesOf(to_send[i]->first),
-                  chunk::EncodeChunk(to_send[i]->second.span(), options_.codec).bytes};
+    chunk::EncodedParts parts = chunk::EncodeChunkParts(to_send[i]->second, options_.codec);
+    uploads[i] = {BytesOf(to_send[i]->first), std::move(parts.header), std::move(parts.payload)};
     return Status::Ok();
   }));
   v1::PutChunksResponse resp;
   GEOFS_RETURN_IF_ERROR(Retry([&] { return PutChunks(uploads, &resp); }));
   uploaded_chunks_ += uploads.size();
-  for (const auto& u : uploads) uploaded_bytes_ += u.second.size();
+  for (const auto& u : uploads) uploaded_bytes_ += u.head.size() + u.body.size();
   return Status::Ok();
 }
 
-Status JournalUploader::Impl::PutChunks(const std::vector<std::pair<std::string, Buffer>>& uploads,
+Status JournalUploader::Impl::PutChunks(std::span<const hub::StoredChunk> uploads,
                                         v1::PutChunksResponse* resp) const {
   grpc::ClientContext ctx;
   Decorate(&ctx);
-  return hub::UploadChunks(hub_, &ctx, uploads, resp);
+  return hub::UploadChunks(channel_, &ctx, uploads, resp);
 }
 
 Status JournalUploader::Impl::FetchVersion(const FileKey& file, FileVersion* fv) {
@@ -719,9 +720,10 @@ UploaderStats JournalUploader::Impl::Stats() const {
   return s;
 }
 
-JournalUploader::JournalUploader(WriteJournal* journal, v1::Hub::StubInterface* hub,
+JournalUploader::JournalUploader(WriteJournal* journal, std::shared_ptr<grpc::ChannelInterface> hub,
                                  UploaderHooks hooks, JournalUploaderOptions options)
-    : impl_(std::make_unique<Impl>(journal, hub, std::move(hooks), std::move(options))) {}
+    : impl_(std::make_unique<Impl>(journal, std::move(hub), std::move(hooks), std::move(options))) {
+}
 JournalUploader::~JournalUploader() = default;
 
 Status JournalUploader::Flush(const FileKey& file, std::chrono::milliseconds timeout) {

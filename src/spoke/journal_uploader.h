@@ -120,9 +120,11 @@ struct UploaderStats {
 class JournalUploader {
  public:
   // Starts the worker threads.
-  // REQUIRES: journal and hub outlive the uploader; options.Validate().ok().
-  JournalUploader(WriteJournal* journal, v1::Hub::StubInterface* hub, UploaderHooks hooks,
-                  JournalUploaderOptions options = {});
+  // `hub`: the channel to the hub (PutChunks frames chunks onto it without
+  // copying them). REQUIRES: journal outlives the uploader;
+  // options.Validate().ok().
+  JournalUploader(WriteJournal* journal, std::shared_ptr<grpc::ChannelInterface> hub,
+                  UploaderHooks hooks, JournalUploaderOptions options = {});
   // Stop().
   ~JournalUploader();
   JournalUploader(const JournalUploader&) = delete;

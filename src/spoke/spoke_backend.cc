@@ -1,6 +1,8 @@
 // SpokeBackend: construction, stats, and the metadata operations.
 #include "spoke/spoke_backend.h"
 
+#include <grpcpp/channel.h>
+
 #include "common/logging.h"
 #include "common/worker_pool.h"
 #include "spoke/change_batcher.h"
@@ -58,7 +60,7 @@ void SpokeBackend::StartUploader() {
     meta_->Invalidate(key.ino);
   };
   hooks.decorate = [this](grpc::ClientContext* ctx) { link_->Decorate(ctx); };
-  uploader_ = std::make_unique<JournalUploader>(journal_, link_->stub(), std::move(hooks));
+  uploader_ = std::make_unique<JournalUploader>(journal_, link_->channel(), std::move(hooks));
   flushers_ = std::make_unique<WorkerPool>(kFlusherThreads);
 }
 

@@ -19,8 +19,8 @@
 #include "chunk/chunk_id.h"
 #include "hub.grpc.pb.h"
 #include "spoke/journal_uploader.h"
-#include "vfs/temp_dir.h"
 #include "test_bytes.h"
+#include "vfs/temp_dir.h"
 
 namespace geofs::spoke {
 namespace {
@@ -188,8 +188,8 @@ class PipelineTest : public ::testing::Test {
     server_ = builder.BuildAndStart();
     ASSERT_TRUE(server_ != nullptr);
     ASSERT_GT(port, 0);
-    stub_ = v1::Hub::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                                 grpc::InsecureChannelCredentials()));
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                   grpc::InsecureChannelCredentials());
     WriteJournalOptions o;
     o.dir = dir_.path() + "/journal";
     auto j = WriteJournal::Open(o);
@@ -230,7 +230,7 @@ class PipelineTest : public ::testing::Test {
   const std::string data_ = RandomBytes(kWindows * kWindow, 4);
   TempDir dir_;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<v1::Hub::Stub> stub_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<WriteJournal> journal_;
 };
 
@@ -239,14 +239,13 @@ TEST_F(PipelineTest, WindowsUploadTogetherAndCommitInOrder) {
   // at the hub first and must wait for it.
   RecordingHub hub(WindowPrefix(0), 200ms, "");
   Start(&hub);
-  JournalUploader uploader(journal_.get(), stub_.get(), {}, Options());
+  JournalUploader uploader(journal_.get(), channel_, {}, Options());
   ASSERT_TRUE(uploader.Flush(kFile, 30s).ok());
 
   // Windows overlapped: two uploads were at the hub at once, or (when the
   // machine delays window 0's staging) a later window's upload was done
   // before window 0's even reached the hub.
-  EXPECT_TRUE(hub.max_in_flight() >= 2 || hub.others_done_before_held() > 0)
-      << hub.max_in_flight();
+  EXPECT_TRUE(hub.max_in_flight() >= 2 || hub.others_done_before_held() > 0) << hub.max_in_flight();
   EXPECT_EQ(hub.commits(), AllWindows());
   const std::vector<RecordingHub::Event> events = hub.events();
   auto held_done = std::find_if(events.begin(), events.end(), [](const auto& e) {
@@ -272,7 +271,7 @@ TEST_F(PipelineTest, StagedWindowsDoNotHoldUpLaterOnes) {
   // the link would not idle during a slow window or commit.
   RecordingHub hub(WindowPrefix(0), 2000ms, "");
   Start(&hub);
-  JournalUploader uploader(journal_.get(), stub_.get(), {}, Options());
+  JournalUploader uploader(journal_.get(), channel_, {}, Options());
   ASSERT_TRUE(uploader.Flush(kFile, 30s).ok());
 
   const std::vector<RecordingHub::Event> events = hub.events();
@@ -293,7 +292,7 @@ TEST_F(PipelineTest, FailedWindowStopsLaterCommitsUntilItLands) {
   // meantime but are committed only after window 2, on the next pass.
   RecordingHub hub("", 0ms, WindowPrefix(2));
   Start(&hub);
-  JournalUploader uploader(journal_.get(), stub_.get(), {}, Options());
+  JournalUploader uploader(journal_.get(), channel_, {}, Options());
   ASSERT_TRUE(uploader.Flush(kFile, 30s).ok());
 
   EXPECT_EQ(hub.commits(), AllWindows());
@@ -316,7 +315,7 @@ TEST_F(PipelineTest, CrashBeforeCommitLeavesWindowsInTheJournal) {
   JournalUploaderOptions o = Options();
   o.stop_timeout = 200ms;
   {
-    JournalUploader uploader(journal_.get(), stub_.get(), {}, o);
+    JournalUploader uploader(journal_.get(), channel_, {}, o);
     EXPECT_EQ(uploader.Flush(kFile, 300ms).code(), StatusCode::kUnavailable);
     uploader.Stop();
   }

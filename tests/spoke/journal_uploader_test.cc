@@ -247,7 +247,7 @@ TEST_F(UploaderTest, PendingWritesLandByteForByte) {
     ctx->AddMetadata("x-geofs-test", "decorated");
     ++decorated;
   };
-  JournalUploader uploader(journal_.get(), stub_.get(), hooks, options_);
+  JournalUploader uploader(journal_.get(), channel_, hooks, options_);
 
   // A first version of the file, then overlapping rewrites, a hole and an
   // extension past the end.
@@ -274,7 +274,7 @@ TEST_F(UploaderTest, PendingWritesLandByteForByte) {
 TEST_F(UploaderTest, OnlyMissingChunksAreUploaded) {
   const FileKey a = CreateFile("a");
   const FileKey b = CreateFile("b");
-  JournalUploader uploader(journal_.get(), stub_.get(), {}, options_);
+  JournalUploader uploader(journal_.get(), channel_, {}, options_);
   const std::string data = RandomBytes(6 << 20, 2);
   std::string ma, mb;
   Write(a, 0, data, &ma);
@@ -301,7 +301,7 @@ TEST_F(UploaderTest, IncompressibleChunksGoRawCompressibleOnesCompressed) {
   // both against their ids before it stores them, and both read back.
   const FileKey weights = CreateFile("weights");
   const FileKey text = CreateFile("text");
-  JournalUploader uploader(journal_.get(), stub_.get(), {}, options_);
+  JournalUploader uploader(journal_.get(), channel_, {}, options_);
   std::string mw, mt;
   Write(weights, 0, RandomBytes(4 << 20, 21), &mw);
   ASSERT_TRUE(uploader.Flush(weights, 60s).ok());
@@ -332,7 +332,7 @@ TEST_F(UploaderTest, ConcurrentCommitIsRetriedAsOneWriteOrder) {
   };
   std::string ours;
   Write(f, 0, RandomBytes(3 << 20, 4), &ours);  // three windows
-  JournalUploader uploader(journal_.get(), stub_.get(), hooks, options_);
+  JournalUploader uploader(journal_.get(), channel_, hooks, options_);
   ASSERT_TRUE(uploader.Flush(f, 60s).ok());
   EXPECT_TRUE(interfered.load());
   EXPECT_GE(uploader.Stats().aborted_commits, 1u);
@@ -356,7 +356,7 @@ TEST_F(UploaderTest, HubKilledMidUploadThenRestarted) {
   {
     JournalUploaderOptions o = options_;
     o.stop_timeout = 500ms;
-    JournalUploader uploader(journal_.get(), stub_.get(), hooks, o);
+    JournalUploader uploader(journal_.get(), channel_, hooks, o);
     EXPECT_EQ(uploader.Flush(f, 2s).code(), StatusCode::kUnavailable);
     EXPECT_TRUE(killed.load());
     EXPECT_GT(uploader.Stats().retries, 0u);
@@ -366,7 +366,7 @@ TEST_F(UploaderTest, HubKilledMidUploadThenRestarted) {
   OpenJournal();
   ASSERT_TRUE(journal_->Pending(f).has_value());
   ASSERT_TRUE(hub_.Start().ok());
-  JournalUploader uploader(journal_.get(), stub_.get(), {}, options_);
+  JournalUploader uploader(journal_.get(), channel_, {}, options_);
   ASSERT_TRUE(uploader.Flush(f, 60s).ok());
   EXPECT_EQ(ReadHub(f), model);
   EXPECT_EQ(journal_->Stats().pending_files, 0u);
@@ -389,7 +389,7 @@ TEST_F(UploaderTest, RemovedFileIsDiscarded) {
   v1::RemoveResponse resp;
   grpc::ClientContext ctx;
   ASSERT_TRUE(Check(stub_->Remove(&ctx, req, &resp), ctx).ok());
-  JournalUploader uploader(journal_.get(), stub_.get(), {}, options_);
+  JournalUploader uploader(journal_.get(), channel_, {}, options_);
   EXPECT_EQ(uploader.Flush(f, 30s).code(), StatusCode::kStale);
   EXPECT_FALSE(journal_->Pending(f).has_value());
   EXPECT_EQ(uploader.Stats().discarded_files, 1u);
@@ -402,7 +402,7 @@ TEST_F(UploaderTest, SequentialStreamThroughput) {
   const std::string pattern = RandomBytes(kTotal, 8);
   JournalUploaderOptions o = options_;
   o.window_bytes = 32 << 20;
-  JournalUploader uploader(journal_.get(), stub_.get(), {}, o);
+  JournalUploader uploader(journal_.get(), channel_, {}, o);
   const auto start = std::chrono::steady_clock::now();
   for (size_t off = 0; off < kTotal; off += kWrite) {
     ASSERT_TRUE(journal_->Append(f, off, Bytes(pattern.substr(off, kWrite))).ok());
