@@ -189,6 +189,7 @@ int Stats(const HubClient& hub, bool json) {
         {"read_leases", resp.read_leases()},
         {"write_leases", resp.write_leases()},
         {"invalidations_sent", resp.invalidations_sent()},
+        {"orphan_sweep_due", resp.orphan_sweep_due()},
     };
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -207,6 +208,9 @@ int Stats(const HubClient& hub, bool json) {
   std::printf("unreferenced: %llu chunks, %s raw, awaiting garbage collection\n",
               static_cast<unsigned long long>(resp.unreferenced_chunks()),
               HumanBytes(resp.unreferenced_raw_bytes()).c_str());
+  if (resp.orphan_sweep_due()) {
+    std::printf("              orphan sweep due: a run did not stop cleanly\n");
+  }
   std::printf(
       "stored:       %llu objects, %s (compression %s) in %s\n",
       static_cast<unsigned long long>(resp.stored_chunks()),

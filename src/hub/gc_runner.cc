@@ -27,7 +27,16 @@ Result<meta::GcResult> GcRunner::RunOnce() {
                          }));
   // At least `grace` old, the bound CollectGarbage applies too.
   const WallTime cutoff{now.sec - options_.grace.count(), now.nsec};
-  GEOFS_RETURN_IF_ERROR(SweepOrphans(cutoff, &result));
+  GEOFS_ASSIGN_OR_RETURN(std::optional<WallTime> due, ns_->OrphanSweepDue());
+  // Waits until every object stored before `due` is past the grace, so
+  // that one sweep covers them all.
+  if (due && *due <= cutoff) {
+    const uint64_t failed_before = result.failed;
+    GEOFS_RETURN_IF_ERROR(SweepOrphans(cutoff, &result));
+    // A candidate that failed before it was recorded would be missed by
+    // CollectGarbage's retries: sweep again next pass.
+    if (result.failed == failed_before) GEOFS_RETURN_IF_ERROR(ns_->OrphanSweepDone(*due));
+  }
   return result;
 }
 

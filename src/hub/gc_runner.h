@@ -1,11 +1,13 @@
 // GcRunner: the hub's background garbage collection. Every `interval` it
 // deletes chunks that have been unreferenced for `grace` or longer
 // (Namespace::CollectGarbage, which never passes a referenced chunk on),
-// then sweeps orphans: stored chunks at least `grace` old of which the
-// namespace has no record (Namespace::CollectOrphan). Orphans arise when a
-// registration made without its own sync (RegisterChunks with sync false,
-// as PutChunks does) is lost in a crash after the chunk was stored. The
-// sweep lists the whole object store: O(stored chunks) per pass.
+// then, when one is due, sweeps orphans: stored chunks at least `grace`
+// old of which the namespace has no record (Namespace::CollectOrphan).
+// Orphans arise when a registration made without its own sync
+// (RegisterChunks with sync false, as PutChunks does) is lost in a crash
+// after the chunk was stored, so a sweep is due only after a run that did
+// not stop cleanly (Namespace::MarkRunning). It lists the whole object
+// store, O(stored chunks), once the grace has passed since that start.
 //
 // The grace period is what makes the writer protocol safe (register, upload,
 // commit): it must be longer than any writer takes between registering a

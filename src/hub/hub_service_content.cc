@@ -272,6 +272,8 @@ grpc::Status HubService::Stats(grpc::ServerContext* ctx, const v1::StatsRequest*
     resp->set_stored_chunks(stored_chunks);
     resp->set_stored_bytes(stored_bytes);
     resp->set_object_store(options_.object_store_description);
+    GEOFS_ASSIGN_OR_RETURN(std::optional<WallTime> sweep, ns_->OrphanSweepDue());
+    resp->set_orphan_sweep_due(sweep.has_value());
     if (options_.leases != nullptr) {
       const LeaseStats leases = options_.leases->Stats();
       resp->set_sessions(leases.sessions);

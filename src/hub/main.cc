@@ -135,6 +135,13 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
     log->error("namespace in {}/meta: {}", data_dir, ns.status().ToString());
     return 1;
   }
+  if (Status marked = (*ns)->MarkRunning(Clock::Real()->WallNow()); !marked.ok()) {
+    log->error("namespace in {}/meta: {}", data_dir, marked.ToString());
+    return 1;
+  }
+  if (auto due = (*ns)->OrphanSweepDue(); due.ok() && *due) {
+    log->info("a previous run did not stop cleanly: GC will look for orphaned chunks");
+  }
   const std::string object_url =
       flags.object_store.empty() ? "file://" + data_dir + "/objects" : flags.object_store;
   auto objects = object::OpenObjectStore(object_url);
@@ -203,6 +210,11 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
     }
   }
   gc.reset();
+  // Last, so that every registration made in this run is durable with it.
+  if (Status marked = (*ns)->MarkCleanStop(); !marked.ok()) {
+    log->error("cannot record the clean stop: {}", marked.ToString());
+    rc = 1;
+  }
   log->info("stopped");
   return rc;
 }

@@ -213,6 +213,22 @@ class Namespace {
   Result<bool> CollectOrphan(const ChunkId& id, uint64_t size, WallTime stored_at,
                              const std::function<Status(const ChunkId&)>& delete_fn);
 
+  // --- When orphans can exist. Only a crash loses a registration, so the
+  // object store needs listing (an orphan sweep) only after a run that did
+  // not end with MarkCleanStop: listing millions of objects on every GC
+  // pass would cost far more (S3 bills and time) than the orphans do.
+  // The server calls MarkRunning when it starts: if the previous run did
+  // not stop cleanly (or this is the store's first run), a sweep becomes
+  // due for the objects stored before `now`. Synced.
+  Status MarkRunning(WallTime now);
+  // The server calls this last, after every change has returned. Synced.
+  Status MarkCleanStop();
+  // The time before which stored objects need a sweep; nullopt if none.
+  Result<std::optional<WallTime>> OrphanSweepDue();
+  // A sweep covering every object stored before `due` finished: it is no
+  // longer due, unless MarkRunning has set a newer time meanwhile. Synced.
+  Status OrphanSweepDone(WallTime due);
+
   // --- Pipelined commits.
   // While an UnsyncedScope lives on a thread, the changes that thread makes
   // return once written (visible, each still one atomic batch) but before

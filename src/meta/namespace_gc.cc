@@ -173,4 +173,40 @@ Result<GcResult> Namespace::CollectGarbage(WallTime now, std::chrono::nanosecond
   return result;
 }
 
+Status Namespace::MarkRunning(WallTime now) {
+  std::unique_lock lock(write_mu_);
+  GEOFS_ASSIGN_OR_RETURN(std::optional<std::string> clean, store_->Get(schema::CleanStopKey()));
+  WriteBatch batch;
+  if (clean) {
+    batch.Delete(schema::CleanStopKey());
+  } else {
+    // A later time covers every object an earlier due sweep would have.
+    batch.Put(schema::OrphanSweepKey(), schema::EncodeTime(now));
+  }
+  return store_->Write(batch, /*sync=*/true);
+}
+
+Status Namespace::MarkCleanStop() {
+  std::unique_lock lock(write_mu_);
+  WriteBatch batch;
+  batch.Put(schema::CleanStopKey(), {});
+  return store_->Write(batch, /*sync=*/true);
+}
+
+Result<std::optional<WallTime>> Namespace::OrphanSweepDue() {
+  GEOFS_ASSIGN_OR_RETURN(std::optional<std::string> value, store_->Get(schema::OrphanSweepKey()));
+  if (!value) return std::optional<WallTime>();
+  GEOFS_ASSIGN_OR_RETURN(WallTime due, schema::DecodeTime(*value));
+  return std::optional<WallTime>(due);
+}
+
+Status Namespace::OrphanSweepDone(WallTime due) {
+  std::unique_lock lock(write_mu_);
+  GEOFS_ASSIGN_OR_RETURN(std::optional<std::string> value, store_->Get(schema::OrphanSweepKey()));
+  if (!value || *value != schema::EncodeTime(due)) return Status::Ok();
+  WriteBatch batch;
+  batch.Delete(schema::OrphanSweepKey());
+  return store_->Write(batch, /*sync=*/true);
+}
+
 }  // namespace geofs::meta

@@ -130,6 +130,8 @@ std::string FormatKey() { return "Mformat"; }
 std::string SaltKey() { return "Msalt"; }
 std::string InoLimitKey() { return "Mino_limit"; }
 std::string StatsKey() { return "Mstats"; }
+std::string CleanStopKey() { return "Mclean_stop"; }
+std::string OrphanSweepKey() { return "Morphan_sweep"; }
 
 std::string TagStart(char tag) { return std::string(1, tag); }
 std::string TagLimit(char tag) { return std::string(1, static_cast<char>(tag + 1)); }
@@ -394,6 +396,15 @@ Result<uint64_t> DecodeU64(std::string_view value) {
   const uint64_t v = d.U64();
   GEOFS_RETURN_IF_ERROR(d.Finish("counter"));
   return v;
+}
+
+std::string EncodeTime(WallTime t) { return Encoder(kRecordV1).Time(t).Take(); }
+
+Result<WallTime> DecodeTime(std::string_view value) {
+  Decoder d(value, kRecordV1);
+  const WallTime t = d.Time();
+  GEOFS_RETURN_IF_ERROR(d.Finish("time"));
+  return t;
 }
 
 }  // namespace geofs::meta::schema

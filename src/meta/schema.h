@@ -50,6 +50,9 @@ std::string FormatKey();    // u64 format version
 std::string SaltKey();      // u64 secret mixed into generations
 std::string InoLimitKey();  // u64: every inode number ever handed out is below it
 std::string StatsKey();     // NamespaceStats
+// Optional singletons, written by Namespace::MarkRunning and friends.
+std::string CleanStopKey();    // empty: the last run ended with MarkCleanStop
+std::string OrphanSweepKey();  // time: sweep the objects stored before it
 
 // A one-tag range [TagStart(t), TagStart(t + 1)).
 std::string TagStart(char tag);
@@ -136,5 +139,8 @@ Result<NamespaceStats> DecodeStats(std::string_view value);
 
 std::string EncodeU64(uint64_t v);
 Result<uint64_t> DecodeU64(std::string_view value);
+
+std::string EncodeTime(WallTime t);
+Result<WallTime> DecodeTime(std::string_view value);
 
 }  // namespace geofs::meta::schema

@@ -80,6 +80,14 @@ class OrphanSweepTest : public ::testing::Test {
       backend_->Write({}, file_, 0, Buffer::CopyOf(content_), vfs::Stability::kFileSync, cb);
     });
     ASSERT_TRUE(written.ok());
+    // Started as after a crash: a sweep is due for what was stored before.
+    ASSERT_TRUE(hub_.ns().MarkRunning(clock_.WallNow()).ok());
+  }
+
+  // The hub stops and starts again, cleanly or as after a crash.
+  void Restart(bool clean) {
+    if (clean) ASSERT_TRUE(hub_.ns().MarkCleanStop().ok());
+    ASSERT_TRUE(hub_.ns().MarkRunning(clock_.WallNow()).ok());
   }
 
   // What a crash between upload and commit leaves when the registration
@@ -141,8 +149,11 @@ TEST_F(OrphanSweepTest, AnOrphanIsSweptOnceOlderThanTheGrace) {
 }
 
 TEST_F(OrphanSweepTest, AFreshUploadIsNotSwept) {
-  // A writer between upload and commit, following the protocol (register,
-  // store), and an orphan stored just now.
+  // The crash was two hours ago, so the first pass sweeps; meanwhile a
+  // writer is between upload and commit, following the protocol (register,
+  // store), and an orphan was stored just now.
+  const WallTime now = clock_.WallNow();
+  ASSERT_TRUE(hub_.ns().MarkRunning({now.sec - 7200, now.nsec}).ok());
   const std::string pending_raw = RandomBytes(100000, 8);
   const chunk::ChunkId pending = chunk::ChunkId::Of(SpanOf(pending_raw));
   ASSERT_TRUE(hub_.ns()
@@ -162,15 +173,52 @@ TEST_F(OrphanSweepTest, AFreshUploadIsNotSwept) {
   EXPECT_TRUE(*hub_.chunks().Has(pending));
   EXPECT_TRUE(*hub_.chunks().Has(orphan));
   EXPECT_EQ(hub_.objects().object_count(), 3u);
+  EXPECT_EQ(hub_.ns().OrphanSweepDue()->has_value(), false);
 
-  // Long after, a registered chunk is the namespace's business (collected
-  // when unreferenced past the grace), never the sweep's.
+  // Another crash. Long after, a registered chunk is the namespace's
+  // business (collected when unreferenced past the grace), never the
+  // sweep's.
+  Restart(/*clean=*/false);
   clock_.Advance(std::chrono::hours(2));
   r = gc.RunOnce();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->orphans, 1u);
   EXPECT_EQ(r->deleted, 1u);
   EXPECT_EQ(hub_.objects().object_count(), 1u);
+  ExpectFileIntactAndHubClean();
+}
+
+TEST_F(OrphanSweepTest, TheObjectStoreIsListedOnlyWhenASweepIsDue) {
+  GcOptions options;
+  options.grace = std::chrono::hours(1);
+  options.clock = &clock_;
+  GcRunner gc(&hub_.ns(), &hub_.chunks(), options);
+  clock_.Advance(std::chrono::hours(2));
+  ASSERT_TRUE(gc.RunOnce().ok());  // the sweep the fixture's start called for
+  Restart(/*clean=*/true);
+
+  // After a clean restart no pass lists the store (a listing would fail).
+  const chunk::ChunkId orphan = StoreOrphan(RandomBytes(100000, 10));
+  hub_.faults().FailNext(object::OpBit(object::ObjectOp::kList), 100,
+                         Status::IoError("listing refused"));
+  for (int pass = 0; pass < 3; ++pass) {
+    clock_.Advance(std::chrono::hours(2));
+    auto r = gc.RunOnce();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->orphans, 0u);
+  }
+
+  // After a crash the pass past the grace lists, and a failed listing
+  // leaves the sweep due for the next pass.
+  Restart(/*clean=*/false);
+  clock_.Advance(std::chrono::hours(2));
+  EXPECT_EQ(gc.RunOnce().status().code(), StatusCode::kIoError);
+  EXPECT_TRUE(*hub_.chunks().Has(orphan));
+  hub_.faults().ClearFaults();
+  auto r = gc.RunOnce();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->orphans, 1u);
+  EXPECT_FALSE(*hub_.chunks().Has(orphan));
   ExpectFileIntactAndHubClean();
 }
 

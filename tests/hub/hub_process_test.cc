@@ -229,5 +229,44 @@ TEST_F(HubProcessTest, NfsWritesAreServedAndSurviveRestarts) {
   ExpectFsckClean(*hub_);
 }
 
+// How many starts found that the run before did not stop cleanly.
+size_t UncleanStarts(const HubProcess& hub) {
+  const std::string log = hub.Log();
+  const std::string line = "did not stop cleanly";
+  size_t n = 0;
+  for (size_t at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) ++n;
+  return n;
+}
+
+// Waits (bounded) for GC to finish the orphan sweep a start called for.
+void ExpectSweepDone(const HubProcess& hub) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (Stats(hub)["orphan_sweep_due"] != false && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(Stats(hub)["orphan_sweep_due"], false) << hub.Log();
+}
+
+TEST(HubProcessGcTest, TheObjectStoreIsSweptOnlyAfterAnUncleanStop) {
+  HubOptions options;
+  options.extra_args = {"--gc-grace", "1", "--gc-interval", "1"};
+  auto hub = HubProcess::Create(options);
+  ASSERT_TRUE(hub.ok()) << hub.status().ToString();
+  ASSERT_TRUE((*hub)->Start().ok()) << (*hub)->Log();
+  EXPECT_EQ(UncleanStarts(**hub), 1u);  // a store's first run sweeps once
+  ExpectSweepDone(**hub);
+
+  ASSERT_TRUE((*hub)->Stop().ok()) << (*hub)->Log();
+  ASSERT_TRUE((*hub)->Start().ok()) << (*hub)->Log();
+  EXPECT_EQ(UncleanStarts(**hub), 1u);
+  EXPECT_EQ(Stats(**hub)["orphan_sweep_due"], false);
+
+  (*hub)->Kill();
+  ASSERT_TRUE((*hub)->Start().ok()) << (*hub)->Log();
+  EXPECT_EQ(UncleanStarts(**hub), 2u);
+  ExpectSweepDone(**hub);
+  ASSERT_TRUE((*hub)->Stop().ok()) << (*hub)->Log();
+}
+
 }  // namespace
 }  // namespace geofs::hub::testing

@@ -896,6 +896,44 @@ TYPED_TEST(NamespaceTest, CollectOrphanDeletesOnlyChunksWithoutARecord) {
   this->ExpectClean();
 }
 
+TYPED_TEST(NamespaceTest, AnOrphanSweepIsDueOnlyAfterARunThatDidNotStopCleanly) {
+  auto due = [&]() -> std::optional<WallTime> {
+    auto d = this->ns_->OrphanSweepDue();
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    return d.ok() ? *d : std::nullopt;
+  };
+  const WallTime t1{1000, 1}, t2{2000, 2}, t3{3000, 3}, t4{4000, 4}, t5{5000, 5};
+  EXPECT_EQ(due(), std::nullopt);
+
+  // The store's first run: nothing says an earlier one stopped cleanly.
+  ASSERT_TRUE(this->ns_->MarkRunning(t1).ok());
+  EXPECT_EQ(due(), t1);
+
+  // A crash (no clean stop), then a run whose due time covers the first's.
+  this->Restart();
+  ASSERT_TRUE(this->ns_->MarkRunning(t2).ok());
+  EXPECT_EQ(due(), t2);
+  ASSERT_TRUE(this->ns_->OrphanSweepDone(t1).ok());  // a sweep that started too early
+  EXPECT_EQ(due(), t2);
+  ASSERT_TRUE(this->ns_->OrphanSweepDone(t2).ok());
+  EXPECT_EQ(due(), std::nullopt);
+
+  // A clean stop: the next run needs no sweep.
+  ASSERT_TRUE(this->ns_->MarkCleanStop().ok());
+  this->Restart();
+  ASSERT_TRUE(this->ns_->MarkRunning(t3).ok());
+  EXPECT_EQ(due(), std::nullopt);
+
+  // A crash again; the sweep it calls for survives clean restarts until done.
+  this->Restart();
+  ASSERT_TRUE(this->ns_->MarkRunning(t4).ok());
+  ASSERT_TRUE(this->ns_->MarkCleanStop().ok());
+  this->Restart();
+  ASSERT_TRUE(this->ns_->MarkRunning(t5).ok());
+  EXPECT_EQ(due(), t4);
+  this->ExpectClean();
+}
+
 // Counts the writes that asked for durability and the syncs.
 class SyncCountingKvStore : public KvStoreWrapper {
  public:
