@@ -66,7 +66,7 @@ ChangeBatcherStats ChangeBatcher::stats() const {
 void ChangeBatcher::Submit(v1::Change change, Done done) {
   std::unique_lock lock(mu_);
   ++stats_.changes;
-  if (!hub_batches_) {
+  if (options_.clock->Now() < alone_until_) {
     ++stats_.alone;
     lock.unlock();
     return SendAlone(Pending{std::move(change), std::move(done)});
@@ -99,14 +99,14 @@ void ChangeBatcher::SendBatch(std::unique_lock<std::mutex>& lock) {
 void ChangeBatcher::OnBatchDone(std::deque<Pending> batch,
                                 Result<v1::ApplyChangesResponse> answer) {
   // A hub without ApplyChanges: this batch, what queued behind it, and
-  // every later change go as their own calls.
+  // every change for a while go as their own calls.
   const bool unimplemented = !answer.ok() && answer.status().code() == StatusCode::kNotSupported;
   std::deque<Pending> alone;
   {
     std::unique_lock lock(mu_);
     --open_calls_;
     if (unimplemented) {
-      hub_batches_ = false;
+      alone_until_ = options_.clock->Now() + options_.batch_retry;
       alone.swap(batch);
       for (Pending& p : queue_) alone.push_back(std::move(p));
       queue_.clear();

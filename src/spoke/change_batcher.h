@@ -13,18 +13,21 @@
 // change which would have to wait on another spoke comes back `deferred`
 // (not applied): it is then sent alone with its own method, so that it
 // holds up nothing else. A hub without ApplyChanges (UNIMPLEMENTED) gets
-// every change as its own call from then on.
+// every change as its own call, until `batch_retry` later a batch is tried
+// again (the hub may have been upgraded meanwhile).
 //
 // Changes in one batch were in flight together, so no client can depend on
 // their order. Thread-safe; `done` runs once, on a gRPC thread, and must not
 // block. REQUIRES: every `done` has run before the batcher is destroyed.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
 
+#include "geofs/clock.h"
 #include "geofs/status.h"
 #include "hub.grpc.pb.h"
 
@@ -35,6 +38,9 @@ class HubLink;
 struct ChangeBatcherOptions {
   int max_calls = 2;    // ApplyChanges calls open at once
   int max_batch = 256;  // changes per call (the hub takes up to 1024)
+  // How long changes go alone after the hub answered UNIMPLEMENTED.
+  std::chrono::milliseconds batch_retry{60'000};
+  Clock* clock = Clock::Real();  // REQUIRES: outlives the batcher
 };
 
 struct ChangeBatcherStats {
@@ -77,7 +83,8 @@ class ChangeBatcher {
   mutable std::mutex mu_;
   std::deque<Pending> queue_;  // guarded by mu_
   int open_calls_ = 0;         // guarded by mu_
-  bool hub_batches_ = true;    // guarded by mu_: false once the hub lacks ApplyChanges
+  // Guarded by mu_: while now < this, the hub is taken to lack ApplyChanges.
+  std::chrono::steady_clock::time_point alone_until_{};
   ChangeBatcherStats stats_;   // guarded by mu_
 };
 

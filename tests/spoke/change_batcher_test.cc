@@ -257,8 +257,12 @@ TEST_F(ChangeBatcherTest, DeferredChangesAreSentAloneAndFailuresKeepTheirCode) {
   EXPECT_EQ(stats.alone, 1u);
 }
 
-TEST_F(ChangeBatcherTest, AHubWithoutApplyChangesGetsEachChangeAsItsOwnCall) {
-  ChangeBatcher batcher(old_.link, ChangeBatcherOptions{.max_calls = 1, .max_batch = 16});
+TEST_F(ChangeBatcherTest, AHubWithoutApplyChangesGetsEachChangeAsItsOwnCallForAWhile) {
+  ManualClock clock;
+  ChangeBatcher batcher(old_.link, ChangeBatcherOptions{.max_calls = 1,
+                                                        .max_batch = 16,
+                                                        .batch_retry = std::chrono::minutes(1),
+                                                        .clock = &clock});
   std::vector<std::future<Result<v1::ChangeResult>>> results;
   for (int i = 0; i < 5; ++i) results.push_back(Submit(batcher, CreateOf("f" + std::to_string(i))));
   for (int i = 0; i < 5; ++i) {
@@ -266,13 +270,24 @@ TEST_F(ChangeBatcherTest, AHubWithoutApplyChangesGetsEachChangeAsItsOwnCall) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->create().object().ref().ino(), 1000u + i);
   }
-  // Later changes do not try a batch again.
+  // Changes within the retry period do not try a batch again.
+  clock.Advance(std::chrono::seconds(59));
   auto later = Submit(batcher, CreateOf("f5"));
   ASSERT_TRUE(Get(later).ok());
-  const ChangeBatcherStats stats = batcher.stats();
+  ChangeBatcherStats stats = batcher.stats();
   EXPECT_EQ(stats.batches, 1u) << "only the first call found out";
   EXPECT_EQ(stats.alone, 6u);
   EXPECT_EQ(old_.hub->alone().size(), 6u);
+
+  // After it, one batch asks again (the hub may have been upgraded).
+  clock.Advance(std::chrono::seconds(2));
+  auto retried = Submit(batcher, CreateOf("f6"));
+  auto r = Get(retried);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->create().object().ref().ino(), 1006u);
+  stats = batcher.stats();
+  EXPECT_EQ(stats.batches, 2u);
+  EXPECT_EQ(stats.alone, 7u);
 }
 
 }  // namespace
