@@ -3,14 +3,21 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/table_properties_collectors.h>
 #include <rocksdb/write_batch.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <filesystem>
 #include <mutex>
+
+#include "common/logging.h"
 
 namespace geofs::meta {
 namespace {
@@ -33,6 +40,49 @@ Status FromRocks(const rocksdb::Status& s) {
 }
 
 rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+
+// A failed log or table write (a full disk) stops the DB: every later
+// write is refused with that error, reads go on. RocksDB 7.8 would clear
+// the error by itself once space returns, but if the memtable is empty then
+// it keeps the failed log file, and the next write to it aborts the process
+// (librocksdb built with asserts). So the DB stays stopped until the store
+// is opened again (the hub restarted), which starts a fresh log.
+class StayStoppedAfterWriteErrors final : public rocksdb::EventListener {
+ public:
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status error,
+                            bool* auto_recovery) override {
+    *auto_recovery = false;
+    GetLogger("meta")->error(
+        "the namespace store refuses writes after a failed write ({}); reads go on. "
+        "Make room (or fix the disk) and restart the process.",
+        error.ToString());
+  }
+};
+
+// RocksDB's warnings and errors, in the process's log. Its default LOG file
+// lives in the DB directory: on a full disk a failed write to it leaves the
+// file in an error state, and RocksDB's next message (the one reporting the
+// full disk) then trips an assertion in librocksdb builds with asserts.
+class RocksLogger final : public rocksdb::Logger {
+ public:
+  RocksLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL), log_(GetLogger("rocksdb")) {}
+
+  void Logv(rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    if (level < GetInfoLogLevel()) return;
+    char line[1024];
+    std::vsnprintf(line, sizeof line, format, ap);
+    log_->log(level >= rocksdb::InfoLogLevel::ERROR_LEVEL ? spdlog::level::err
+              : level == rocksdb::InfoLogLevel::WARN_LEVEL ? spdlog::level::warn
+                                                           : spdlog::level::info,
+              "{}", line);
+  }
+  void Logv(const char* format, va_list ap) override {
+    Logv(rocksdb::InfoLogLevel::INFO_LEVEL, format, ap);
+  }
+
+ private:
+  std::shared_ptr<spdlog::logger> log_;
+};
 
 class RocksIterator : public KvIterator {
  public:
@@ -130,11 +180,18 @@ Result<std::unique_ptr<RocksKvStore>> RocksKvStore::Open(const std::string& dir,
   db_options.write_buffer_size = options.write_buffer_bytes;
   db_options.max_background_jobs = options.background_jobs;
   db_options.level_compaction_dynamic_level_bytes = true;
-  db_options.keep_log_file_num = 4;
+  db_options.info_log = std::make_shared<RocksLogger>();
+  db_options.listeners.push_back(std::make_shared<StayStoppedAfterWriteErrors>());
   db_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   db_options.table_properties_collector_factories.push_back(
       rocksdb::NewCompactOnDeletionCollectorFactory(kDeletionWindow, kDeletionTrigger));
 
+  if (options.create_if_missing) {
+    // RocksDB would create it too, but logs an error first.
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Status::IoError("cannot create " + dir + ": " + ec.message());
+  }
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, dir, &raw);
   if (!s.ok()) return FromRocks(s);
@@ -194,7 +251,14 @@ Status RocksKvStore::Sync() {
     m.syncing = true;
     const uint64_t covering = m.returned.load(std::memory_order_acquire);
     lock.unlock();
-    rocksdb::Status s = m.db->SyncWAL();
+    // A synced empty write rather than SyncWAL: it goes through the write
+    // queue, which refuses it once a failed write (a full disk) has stopped
+    // the DB, where SyncWAL would touch the failed log file (an assertion
+    // failure in librocksdb builds with asserts).
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    rocksdb::WriteBatch empty;
+    rocksdb::Status s = m.db->Write(wo, &empty);
     lock.lock();
     m.syncing = false;
     if (s.ok()) m.synced = std::max(m.synced, covering);

@@ -1,9 +1,15 @@
 // One conformance suite over every KvStore implementation.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
+#include "common/mounted_tmpfs.h"
+#include "meta/rocks_kv_store.h"
 #include "meta_test_util.h"
 
 namespace geofs::meta {
@@ -190,6 +196,78 @@ TEST(RocksKvStoreTest, OpenFailsCleanly) {
   // The LOCK file keeps a second opener out.
   auto second = RocksKvStore::Open(dir.path());
   EXPECT_FALSE(second.ok());
+}
+
+// Writes to `path` until the file system is full.
+void FillFileSystem(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  const std::string block(64 << 10, 'x');
+  while (std::fwrite(block.data(), 1, block.size(), f) == block.size()) {
+  }
+  std::fclose(f);
+}
+
+TEST(RocksKvStoreTest, AFullDiskRefusesWritesCleanlyUntilTheStoreIsReopened) {
+  geofs::testing::MountedTmpfs fs("8m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << fs.error();
+  const std::string db = fs.path() + "/db";
+  RocksKvStoreOptions options;
+  options.write_buffer_bytes = 256 << 10;  // flushes (table files) as well as log writes
+  auto store = RocksKvStore::Open(db, options);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  WriteBatch before;
+  before.Put("before", "1");
+  ASSERT_TRUE((*store)->Write(before).ok());
+  const std::string ballast = fs.path() + "/ballast";
+  FillFileSystem(ballast);
+
+  // Synced writes from several threads until the disk refuses: each fails
+  // with kNoSpace, none takes the process down.
+  const std::string value(4096, 'v');
+  std::atomic<int> acknowledged{0};
+  std::atomic<bool> full{false};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < 5000 && !full; ++i) {
+        WriteBatch b;
+        b.Put("k" + std::to_string(t) + "-" + std::to_string(i), value);
+        Status s = (*store)->Write(b);
+        if (s.ok()) {
+          ++acknowledged;
+        } else {
+          EXPECT_EQ(s.code(), StatusCode::kNoSpace) << s.ToString();
+          full = true;
+        }
+      }
+    });
+  }
+  for (auto& w : writers) w.join();
+  ASSERT_TRUE(full) << "the file system never filled";
+  EXPECT_EQ(*(*store)->Get("before"), std::optional<std::string>("1"));  // reads go on
+
+  // Room again: the store still refuses writes, past the 5 s after which
+  // RocksDB's own recovery would have let the next write abort the process...
+  std::filesystem::remove(ballast);
+  WriteBatch after;
+  after.Put("after", "1");
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_EQ((*store)->Write(after).code(), StatusCode::kNoSpace);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+
+  // ...until it is opened again, with every acknowledged write.
+  store->reset();
+  store = RocksKvStore::Open(db, options);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  int found = 0;
+  auto it = (*store)->NewIterator("k", "l");
+  for (it->Seek(""); it->Valid(); it->Next()) ++found;
+  EXPECT_GE(found, acknowledged.load());
+  EXPECT_EQ(*(*store)->Get("before"), std::optional<std::string>("1"));
+  ASSERT_TRUE((*store)->Write(after).ok());
+  EXPECT_EQ(*(*store)->Get("after"), std::optional<std::string>("1"));
 }
 
 TEST(PrefixSuccessorTest, SmallestKeyAfterThePrefix) {

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <nfsc/libnfs.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -20,6 +19,7 @@
 #include <random>
 #include <thread>
 
+#include "common/mounted_tmpfs.h"
 #include "pinned_hub.h"
 #include "spoke_process.h"
 #include "tools/nfs_client.h"
@@ -445,33 +445,8 @@ TEST_F(ResilienceTest, ACorruptCacheFileIsDetectedAndRefetched) {
 
 // --- ENOSPC: the cache directory on a small tmpfs.
 
-class MountedTmpfs {
- public:
-  explicit MountedTmpfs(const std::string& size) : path_(base_.path() + "/fs") {
-    std::filesystem::create_directories(path_);
-    const std::string options = "size=" + size;
-    if (::mount("tmpfs", path_.c_str(), "tmpfs", 0, options.c_str()) == 0) {
-      mounted_ = true;
-    } else {
-      error_ = std::strerror(errno);
-    }
-  }
-  ~MountedTmpfs() {
-    if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
-  }
-  bool mounted() const { return mounted_; }
-  const std::string& error() const { return error_; }
-  const std::string& path() const { return path_; }
-
- private:
-  TempDir base_;
-  std::string path_;
-  bool mounted_ = false;
-  std::string error_;
-};
-
 TEST_F(ResilienceTest, AFullCacheFileSystemEvictsRefusesWritesAndLosesNothing) {
-  MountedTmpfs fs("16m");
+  geofs::testing::MountedTmpfs fs("16m");
   if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << fs.error();
   // A long lease: the stopped hub below must not make writes wait for it.
   StartHub("30");
