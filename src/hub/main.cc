@@ -2,8 +2,11 @@
 // an object store (default DIR/objects), the gRPC API on --listen, and
 // optionally the whole namespace over NFSv3 (export "/", read-write).
 // main() only parses flags and wires the parts together.
+#include <sys/statvfs.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +17,7 @@
 
 #include "chunk/allocator_tuning.h"
 #include "chunk/chunk_store.h"
+#include "common/byte_size.h"
 #include "common/logging.h"
 #include "common/stop_signals.h"
 #include "hub/gc_runner.h"
@@ -49,7 +53,26 @@ struct Flags {
   int grpc_threads = 256;
   size_t nfs_worker_threads = 16;
   double lease_ttl_seconds = 30;
+  std::string keep_free;  // empty: min(1 GiB, 5% of the file system)
 };
+
+// How much of a file:// object store's file system chunk writes leave free
+// (LocalObjectStoreOptions::keep_free_bytes).
+Result<uint64_t> KeepFreeBytes(const std::string& flag, const std::string& object_url) {
+  if (!flag.empty()) return ParseByteSize(flag);
+  if (!object_url.starts_with("file://")) return uint64_t{0};
+  // The store's directory may not exist yet: its nearest existing parent
+  // is on the same file system.
+  std::filesystem::path dir(object_url.substr(7));
+  std::error_code ec;
+  while (!std::filesystem::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path()) {
+    dir = dir.parent_path();
+  }
+  struct statvfs fs;
+  if (::statvfs(dir.c_str(), &fs) != 0) return Status::FromErrno(errno, "statvfs " + dir.string());
+  const uint64_t total = static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize;
+  return std::min<uint64_t>(uint64_t{1} << 30, total / 20);
+}
 
 // "HOST:PORT" or "[V6]:PORT" -> the host without brackets.
 std::string HostOf(const std::string& listen) {
@@ -140,11 +163,18 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
     return 1;
   }
   if (auto due = (*ns)->OrphanSweepDue(); due.ok() && *due) {
-    log->info("a previous run did not stop cleanly: GC will look for orphaned chunks");
+    log->info(
+        "no clean stop recorded (a new store, or the last run ended abruptly): GC will look "
+        "for orphaned chunks once the grace period has passed");
   }
   const std::string object_url =
       flags.object_store.empty() ? "file://" + data_dir + "/objects" : flags.object_store;
-  auto objects = object::OpenObjectStore(object_url);
+  auto keep_free = KeepFreeBytes(flags.keep_free, object_url);
+  if (!keep_free.ok()) {
+    log->error("--keep-free: {}", keep_free.status().ToString());
+    return 2;
+  }
+  auto objects = object::OpenObjectStore(object_url, *keep_free);
   if (!objects.ok()) {
     log->error("--object-store {}: {}", object_url, objects.status().ToString());
     return 1;
@@ -268,6 +298,10 @@ int main(int argc, char** argv) {
                  "for an unreachable spoke")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 3600.0));
+  app.add_option("--keep-free", flags.keep_free,
+                 "Free space (e.g. 512M, 2G) that chunk writes leave on a file:// object "
+                 "store's file system, so that the namespace can still record changes when "
+                 "the store is full (default: 1G or 5% of the file system, the smaller)");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

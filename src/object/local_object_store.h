@@ -17,6 +17,7 @@
 // journal commits in all, whatever directories they write to. The price: a
 // barrier also flushes whatever else is dirty on the same file system, so
 // put the store on a file system that is not busy with unrelated writes.
+// Put keeps `keep_free_bytes` of the file system free.
 //
 // Limits of the file-system mapping: a key component is at most 255 bytes
 // (kNameTooLong), and a key cannot be stored when it is also a "directory" of
@@ -39,6 +40,10 @@ struct LocalObjectStoreOptions {
   // How each barrier makes the file system durable (default: syncfs).
   // Tests pass one that records what each barrier saw.
   SyncBatcher::BarrierFn barrier;
+  // Put refuses (kNoSpace) an object that would leave less than this free
+  // on the store's file system: what shares it (the hub's namespace) keeps
+  // room to record changes, deletions among them, when the store is full.
+  uint64_t keep_free_bytes = 0;
 };
 
 class LocalObjectStore : public ObjectStore {
@@ -65,6 +70,10 @@ class LocalObjectStore : public ObjectStore {
   // REQUIRES: `root_fd` is open on `root`; the store closes it.
   LocalObjectStore(std::string root, int root_fd, LocalObjectStoreOptions options);
 
+  // With keep_free_bytes set: kNoSpace unless `size` more bytes (beyond
+  // what other Puts in flight have claimed) leave keep_free_bytes free;
+  // else counts them in claimed_bytes_, for the caller to give back.
+  Status ClaimSpace(uint64_t size, const std::string& context);
   Status MakeParents(const std::string& path, std::string_view key);
   Status WriteTemp(const std::string& tmp, std::span<const uint8_t> data, std::string_view key);
   Status RenameIntoPlace(const std::string& tmp, const std::string& path, std::string_view key);
@@ -76,7 +85,9 @@ class LocalObjectStore : public ObjectStore {
   // nonce keeps a reused pid from meeting a crashed writer's leftovers.
   const std::string tmp_nonce_;
   std::atomic<uint64_t> tmp_counter_{0};
-  const int root_fd_;  // names the file system for the barriers
+  const int root_fd_;  // names the file system for the barriers and statvfs
+  const uint64_t keep_free_bytes_;
+  std::atomic<uint64_t> claimed_bytes_{0};  // by Puts between ClaimSpace and their end
   SyncBatcher syncer_;
 };
 

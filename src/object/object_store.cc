@@ -45,7 +45,8 @@ Status ObjectStore::ForEach(std::string_view prefix,
   return Status::Ok();
 }
 
-Result<std::unique_ptr<ObjectStore>> OpenObjectStore(std::string_view url) {
+Result<std::unique_ptr<ObjectStore>> OpenObjectStore(std::string_view url,
+                                                     uint64_t local_keep_free_bytes) {
   if (url == "memory:") return std::unique_ptr<ObjectStore>(new MemoryObjectStore());
   if (url.starts_with("file://")) {
     std::string_view path = url.substr(7);
@@ -53,7 +54,9 @@ Result<std::unique_ptr<ObjectStore>> OpenObjectStore(std::string_view url) {
       return Status::InvalidArgument("object store URL '" + std::string(url) +
                                      "': expected file:///absolute/path");
     }
-    GEOFS_ASSIGN_OR_RETURN(auto store, LocalObjectStore::Open(path));
+    LocalObjectStoreOptions options;
+    options.keep_free_bytes = local_keep_free_bytes;
+    GEOFS_ASSIGN_OR_RETURN(auto store, LocalObjectStore::Open(path, std::move(options)));
     return std::unique_ptr<ObjectStore>(std::move(store));
   }
   if (url.starts_with("s3://")) {

@@ -95,6 +95,9 @@ Status ValidateObjectKey(std::string_view key);
 //    Credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
 //    AWS_SESSION_TOKEN; without them requests are unsigned (public buckets).
 //  - memory: a MemoryObjectStore (tests, demos).
-Result<std::unique_ptr<ObjectStore>> OpenObjectStore(std::string_view url);
+// A file:// store keeps `local_keep_free_bytes` of its file system free
+// (LocalObjectStoreOptions::keep_free_bytes).
+Result<std::unique_ptr<ObjectStore>> OpenObjectStore(std::string_view url,
+                                                     uint64_t local_keep_free_bytes = 0);
 
 }  // namespace geofs::object

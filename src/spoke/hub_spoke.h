@@ -36,9 +36,6 @@ struct HubSpokeOptions {
   std::optional<uint16_t> metrics_port;
 };
 
-// "4096", "512K", "10M", "20G", "1T" (powers of 1024). kInvalidArgument else.
-Result<uint64_t> ParseByteSize(std::string_view text);
-
 class HubSpoke {
  public:
   // Opens the caches, resolves the portal at the hub (waiting up to

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/byte_size.h"
 #include "common/logging.h"
 #include "common/stop_signals.h"
 #include "mount/mount_program.h"
@@ -168,7 +169,7 @@ int RunHub(const Flags& flags, const sigset_t& stop_signals) {
   options.metrics_port = flags.metrics_port;
   options.metrics_address = flags.listen;
   if (!flags.cache_size.empty()) {
-    auto size = spoke::ParseByteSize(flags.cache_size);
+    auto size = ParseByteSize(flags.cache_size);
     if (!size.ok()) {
       log->error("--cache-size {}", size.status().ToString());
       return 2;

@@ -76,6 +76,7 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
 struct HubOptions {
   bool nfs = false;          // also serve NFS (ports picked by the hub)
   std::string object_store;  // --object-store; empty: the default
+  std::string data_dir;      // --data-dir; empty: a private directory
   std::vector<std::string> extra_args;
   std::vector<std::string> env;
 };

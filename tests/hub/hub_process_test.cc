@@ -3,13 +3,16 @@
 #include "hub_process.h"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
+#include "common/mounted_tmpfs.h"
 #include "hub_test_tree.h"
 #include "tools/nfs_client.h"
 
@@ -232,7 +235,7 @@ TEST_F(HubProcessTest, NfsWritesAreServedAndSurviveRestarts) {
 // How many starts found that the run before did not stop cleanly.
 size_t UncleanStarts(const HubProcess& hub) {
   const std::string log = hub.Log();
-  const std::string line = "did not stop cleanly";
+  const std::string line = "no clean stop recorded";
   size_t n = 0;
   for (size_t at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) ++n;
   return n;
@@ -265,6 +268,49 @@ TEST(HubProcessGcTest, TheObjectStoreIsSweptOnlyAfterAnUncleanStop) {
   ASSERT_TRUE((*hub)->Start().ok()) << (*hub)->Log();
   EXPECT_EQ(UncleanStarts(**hub), 2u);
   ExpectSweepDone(**hub);
+  ASSERT_TRUE((*hub)->Stop().ok()) << (*hub)->Log();
+}
+
+TEST(HubProcessFullDiskTest, ChunkWritesStopShortOfAFullDiskAndTheHubGoesOn) {
+  geofs::testing::MountedTmpfs fs("64m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << fs.error();
+  constexpr uint64_t kKeepFree = 8 * kMiB;
+  HubOptions options;
+  options.nfs = true;
+  options.data_dir = fs.path() + "/hub";  // namespace and chunks on the small disk
+  options.extra_args = {"--keep-free", "8M"};
+  auto hub = HubProcess::Create(options);
+  ASSERT_TRUE(hub.ok()) << hub.status().ToString();
+  ASSERT_TRUE((*hub)->Start().ok()) << (*hub)->Log();
+  const std::string ballast = fs.path() + "/ballast";
+  std::ofstream(ballast, std::ios::binary) << std::string(16 * kMiB, 'b');
+
+  TempDir src;
+  SourceTree big(src.path() + "/big");
+  for (int i = 0; i < 6; ++i) big.File("f" + std::to_string(i), RandomBytes(8 * kMiB, 40 + i));
+  auto full = (*hub)->Ctl({"import", big.root(), "/big"});
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_NE(full->exit_code, 0);
+  EXPECT_NE(full->err.find("kept free for the namespace"), std::string::npos) << full->err;
+  struct statvfs st;
+  ASSERT_EQ(::statvfs(fs.path().c_str(), &st), 0);
+  EXPECT_GE(static_cast<uint64_t>(st.f_bavail) * st.f_frsize, kKeepFree / 2);
+
+  // The namespace still takes changes: a tree without data.
+  SourceTree empty(src.path() + "/empty");
+  empty.File("d/nothing", "");
+  auto small = (*hub)->Ctl({"import", empty.root(), "/empty"});
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  EXPECT_EQ(small->exit_code, 0) << small->out << small->err;
+
+  // Room again: the same import completes, sending what is missing.
+  std::filesystem::remove(ballast);
+  auto again = (*hub)->Ctl({"import", big.root(), "/big"});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->exit_code, 0) << again->out << again->err;
+  ExpectHubHolds(**hub, big, "/big");
+  ExpectHubHolds(**hub, empty, "/empty");
+  ExpectFsckClean(**hub);
   ASSERT_TRUE((*hub)->Stop().ok()) << (*hub)->Log();
 }
 

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include "spoke/hub_spoke.h"
 
 namespace geofs::spoke {
 namespace {
@@ -61,18 +60,6 @@ TEST(MemoryChunkCacheTest, PinnedChunksStay) {
   EXPECT_FALSE(Has(cache, b));
   EXPECT_EQ(cache.Shrink(1000), 100u);  // only c is unpinned
   EXPECT_TRUE(Has(cache, a));
-}
-
-TEST(ParseByteSizeTest, UnitsArePowersOf1024) {
-  EXPECT_EQ(*ParseByteSize("4096"), 4096u);
-  EXPECT_EQ(*ParseByteSize("512K"), 512u << 10);
-  EXPECT_EQ(*ParseByteSize("10M"), 10u << 20);
-  EXPECT_EQ(*ParseByteSize("20G"), 20ull << 30);
-  EXPECT_EQ(*ParseByteSize("1TiB"), 1ull << 40);
-  EXPECT_FALSE(ParseByteSize("").ok());
-  EXPECT_FALSE(ParseByteSize("G").ok());
-  EXPECT_FALSE(ParseByteSize("10X").ok());
-  EXPECT_FALSE(ParseByteSize("99999999999T").ok());
 }
 
 }  // namespace
