@@ -282,12 +282,14 @@ TEST(HubProcessFullDiskTest, ChunkWritesStopShortOfAFullDiskAndTheHubGoesOn) {
   auto hub = HubProcess::Create(options);
   ASSERT_TRUE(hub.ok()) << hub.status().ToString();
   ASSERT_TRUE((*hub)->Start().ok()) << (*hub)->Log();
+  // About 30 MiB free, 22 MiB of it for chunks; the import needs 30 MiB.
+  // Without the ballast there is room for all of it and the NFS file.
   const std::string ballast = fs.path() + "/ballast";
-  std::ofstream(ballast, std::ios::binary) << std::string(16 * kMiB, 'b');
+  std::ofstream(ballast, std::ios::binary) << std::string(32 * kMiB, 'b');
 
   TempDir src;
   SourceTree big(src.path() + "/big");
-  for (int i = 0; i < 6; ++i) big.File("f" + std::to_string(i), RandomBytes(8 * kMiB, 40 + i));
+  for (int i = 0; i < 5; ++i) big.File("f" + std::to_string(i), RandomBytes(6 * kMiB, 40 + i));
   auto full = (*hub)->Ctl({"import", big.root(), "/big"});
   ASSERT_TRUE(full.ok()) << full.status().ToString();
   EXPECT_NE(full->exit_code, 0);
@@ -302,9 +304,23 @@ TEST(HubProcessFullDiskTest, ChunkWritesStopShortOfAFullDiskAndTheHubGoesOn) {
   auto small = (*hub)->Ctl({"import", empty.root(), "/empty"});
   ASSERT_TRUE(small.ok()) << small.status().ToString();
   EXPECT_EQ(small->exit_code, 0) << small->out << small->err;
+  // An NFS writer is told (NFS3ERR_NOSPC) rather than acknowledged.
+  const std::string nfs_data = RandomBytes(4 * kMiB, 50);
+  {
+    auto nfs = NfsClient::Mount((*hub)->NfsUrl());
+    ASSERT_TRUE(nfs.ok()) << nfs.status().ToString();
+    EXPECT_FALSE((*nfs)->WriteFile("/written.bin", nfs_data, 0644, O_SYNC).ok());
+  }
 
-  // Room again: the same import completes, sending what is missing.
+  // Room again: the same import completes, sending what is missing, and
+  // the NFS write goes through.
   std::filesystem::remove(ballast);
+  {
+    auto nfs = NfsClient::Mount((*hub)->NfsUrl());
+    ASSERT_TRUE(nfs.ok()) << nfs.status().ToString();
+    ASSERT_TRUE((*nfs)->WriteFile("/written.bin", nfs_data, 0644, O_SYNC).ok());
+    EXPECT_TRUE(*(*nfs)->ReadFile("/written.bin") == nfs_data);
+  }
   auto again = (*hub)->Ctl({"import", big.root(), "/big"});
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->exit_code, 0) << again->out << again->err;
