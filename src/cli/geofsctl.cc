@@ -209,7 +209,7 @@ int Stats(const HubClient& hub, bool json) {
               static_cast<unsigned long long>(resp.unreferenced_chunks()),
               HumanBytes(resp.unreferenced_raw_bytes()).c_str());
   if (resp.orphan_sweep_due()) {
-    std::printf("              orphan sweep due: a run did not stop cleanly\n");
+    std::printf("              orphan sweep due (no clean stop recorded for a run)\n");
   }
   std::printf(
       "stored:       %llu objects, %s (compression %s) in %s\n",

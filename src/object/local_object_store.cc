@@ -238,31 +238,25 @@ Status LocalObjectStore::RenameIntoPlace(const std::string& tmp, const std::stri
   return Status::FromErrno(errno, KeyContext("put", key));
 }
 
-Status LocalObjectStore::ClaimSpace(uint64_t size, const std::string& context) {
-  if (keep_free_bytes_ == 0) return Status::Ok();
+Result<LocalObjectStore::SpaceClaim> LocalObjectStore::ClaimSpace(uint64_t size,
+                                                                   const std::string& context) {
+  if (keep_free_bytes_ == 0) return SpaceClaim(nullptr, 0);
   struct statvfs fs;
   if (::fstatvfs(root_fd_, &fs) != 0) return Status::FromErrno(errno, context);
   const uint64_t available = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-  const uint64_t claimed = claimed_bytes_.fetch_add(size) + size;
-  if (available < keep_free_bytes_ + claimed) {
-    claimed_bytes_.fetch_sub(size);
+  SpaceClaim claim(&claimed_bytes_, size);
+  if (available < keep_free_bytes_ + claimed_bytes_.load()) {
     return Status::NoSpace(context + ": " + std::to_string(available) + " bytes free, and " +
                            std::to_string(keep_free_bytes_) + " are kept free for the namespace");
   }
-  return Status::Ok();
+  return claim;
 }
 
 Status LocalObjectStore::Put(std::string_view key, std::span<const uint8_t> data) {
   GEOFS_RETURN_IF_ERROR(ValidateObjectKey(key));
   const std::string context = KeyContext("put", key);
-  GEOFS_RETURN_IF_ERROR(ClaimSpace(data.size(), context));
-  // Held until the object is written (or given up): concurrent Puts each
-  // count the others' bytes, which statvfs may not show yet.
-  struct Release {
-    std::atomic<uint64_t>* claimed;
-    uint64_t n;
-    ~Release() { claimed->fetch_sub(n); }
-  } release{&claimed_bytes_, keep_free_bytes_ > 0 ? data.size() : 0};
+  // Held until the object is written or given up.
+  GEOFS_ASSIGN_OR_RETURN(SpaceClaim claim, ClaimSpace(data.size(), context));
   std::string path = PathOf(key);
   std::string tmp = tmp_dir_ + "/" + std::to_string(::getpid()) + "." + tmp_nonce_ + "." +
                     std::to_string(tmp_counter_.fetch_add(1));

@@ -70,10 +70,32 @@ class LocalObjectStore : public ObjectStore {
   // REQUIRES: `root_fd` is open on `root`; the store closes it.
   LocalObjectStore(std::string root, int root_fd, LocalObjectStoreOptions options);
 
-  // With keep_free_bytes set: kNoSpace unless `size` more bytes (beyond
-  // what other Puts in flight have claimed) leave keep_free_bytes free;
-  // else counts them in claimed_bytes_, for the caller to give back.
-  Status ClaimSpace(uint64_t size, const std::string& context);
+  // Bytes a Put in flight counts against the free space, so that
+  // concurrent Puts see each other's before statvfs does; given back when
+  // the claim is destroyed.
+  class SpaceClaim {
+   public:
+    SpaceClaim(std::atomic<uint64_t>* claimed, uint64_t n) : claimed_(claimed), n_(n) {
+      if (claimed_ != nullptr) claimed_->fetch_add(n_);
+    }
+    SpaceClaim(SpaceClaim&& other) noexcept : claimed_(other.claimed_), n_(other.n_) {
+      other.claimed_ = nullptr;
+    }
+    SpaceClaim(const SpaceClaim&) = delete;
+    SpaceClaim& operator=(const SpaceClaim&) = delete;
+    SpaceClaim& operator=(SpaceClaim&&) = delete;
+    ~SpaceClaim() {
+      if (claimed_ != nullptr) claimed_->fetch_sub(n_);
+    }
+
+   private:
+    std::atomic<uint64_t>* claimed_;
+    uint64_t n_;
+  };
+
+  // With keep_free_bytes set: kNoSpace unless `size` more bytes, beyond
+  // those of the other claims, leave keep_free_bytes free.
+  Result<SpaceClaim> ClaimSpace(uint64_t size, const std::string& context);
   Status MakeParents(const std::string& path, std::string_view key);
   Status WriteTemp(const std::string& tmp, std::span<const uint8_t> data, std::string_view key);
   Status RenameIntoPlace(const std::string& tmp, const std::string& path, std::string_view key);
@@ -87,7 +109,7 @@ class LocalObjectStore : public ObjectStore {
   std::atomic<uint64_t> tmp_counter_{0};
   const int root_fd_;  // names the file system for the barriers and statvfs
   const uint64_t keep_free_bytes_;
-  std::atomic<uint64_t> claimed_bytes_{0};  // by Puts between ClaimSpace and their end
+  std::atomic<uint64_t> claimed_bytes_{0};  // by the live SpaceClaims
   SyncBatcher syncer_;
 };
 
