@@ -6,9 +6,10 @@
 
 namespace geofs::hub {
 
-Result<vfs::FsStats> HubFsStats(meta::Namespace& ns, const std::string& statfs_path) {
+Result<vfs::FsStats> HubFsStats(meta::Namespace& ns, const SpaceSource& space) {
   GEOFS_ASSIGN_OR_RETURN(meta::NamespaceStats stats, ns.Stats());
   vfs::FsStats out;
+  const std::string& statfs_path = space.statfs_path;
   if (statfs_path.empty()) {
     out.free_bytes = out.avail_bytes = kUnboundedFreeBytes;
     out.total_bytes = stats.referenced_bytes + stats.unreferenced_bytes + kUnboundedFreeBytes;
@@ -18,8 +19,11 @@ Result<vfs::FsStats> HubFsStats(meta::Namespace& ns, const std::string& statfs_p
       return Status::FromErrno(errno, "statvfs " + statfs_path);
     }
     out.total_bytes = uint64_t{fs.f_blocks} * fs.f_frsize;
-    out.free_bytes = uint64_t{fs.f_bfree} * fs.f_frsize;
-    out.avail_bytes = uint64_t{fs.f_bavail} * fs.f_frsize;
+    const uint64_t keep = space.keep_free_bytes;
+    const uint64_t free = uint64_t{fs.f_bfree} * fs.f_frsize;
+    const uint64_t avail = uint64_t{fs.f_bavail} * fs.f_frsize;
+    out.free_bytes = free > keep ? free - keep : 0;
+    out.avail_bytes = avail > keep ? avail - keep : 0;
   }
   out.total_files = stats.inodes + kUnboundedFreeFiles;
   out.free_files = out.avail_files = kUnboundedFreeFiles;

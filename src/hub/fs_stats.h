@@ -13,9 +13,18 @@ inline constexpr uint64_t kUnboundedFreeBytes = uint64_t{1} << 50;
 // The namespace has no inode limit; this many free inodes are reported.
 inline constexpr uint64_t kUnboundedFreeFiles = uint64_t{1} << 40;
 
-// Space from the file system holding `statfs_path` (the local object store),
-// or unbounded when it is empty; file counts from the namespace. No
-// attributes are filled.
-Result<vfs::FsStats> HubFsStats(meta::Namespace& ns, const std::string& statfs_path);
+// Where the space the hub reports comes from.
+struct SpaceSource {
+  // The file system holding this path (the local object store's directory);
+  // empty: unbounded.
+  std::string statfs_path;
+  // Not reported free: the object store leaves it to the namespace
+  // (LocalObjectStoreOptions::keep_free_bytes).
+  uint64_t keep_free_bytes = 0;
+};
+
+// Space from `space`, file counts from the namespace. No attributes are
+// filled.
+Result<vfs::FsStats> HubFsStats(meta::Namespace& ns, const SpaceSource& space);
 
 }  // namespace geofs::hub

@@ -213,7 +213,7 @@ void HubBackend::FsStat(const vfs::Credentials&, const vfs::Handle& h,
                         vfs::Callback<vfs::FsStats> cb) {
   auto attr = ns_->GetAttr(h);
   if (!attr.ok()) return cb(attr.status());
-  auto stats = HubFsStats(*ns_, options_.statfs_path);
+  auto stats = HubFsStats(*ns_, options_.space);
   if (stats.ok()) stats->attr = Patched(*attr);
   cb(std::move(stats));
 }

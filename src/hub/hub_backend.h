@@ -45,6 +45,7 @@
 #include "geofs/vfs.h"
 #include "hub/change_gate.h"
 #include "hub/chunk_cache.h"
+#include "hub/fs_stats.h"
 #include "meta/namespace.h"
 
 namespace geofs::hub {
@@ -67,9 +68,8 @@ struct HubBackendOptions {
   std::chrono::milliseconds dirty_expire{5000};
   // Chunks stored in parallel by one flush.
   int upload_parallelism = 4;
-  // FSSTAT reports the space of the file system holding this path (the
-  // object store's directory); empty reports only what the namespace holds.
-  std::string statfs_path;
+  // What FSSTAT reports as space; no path: only what the namespace holds.
+  SpaceSource space;
   // Time of writes. REQUIRES: outlives the backend.
   Clock* clock = Clock::Real();
   // Coherence: every change (metadata, and each flush's commit) first

@@ -542,7 +542,7 @@ grpc::Status HubService::FsStat(grpc::ServerContext* ctx, const v1::FsStatReques
     GEOFS_RETURN_IF_ERROR(FromProto(req->cred()).status());
     GEOFS_RETURN_IF_ERROR(
         Context(ns_->GetAttr(HandleOf(req->ref())).status(), RefText(req->ref())));
-    GEOFS_ASSIGN_OR_RETURN(vfs::FsStats stats, HubFsStats(*ns_, options_.statfs_path));
+    GEOFS_ASSIGN_OR_RETURN(vfs::FsStats stats, HubFsStats(*ns_, options_.space));
     resp->set_total_bytes(stats.total_bytes);
     resp->set_free_bytes(stats.free_bytes);
     resp->set_avail_bytes(stats.avail_bytes);

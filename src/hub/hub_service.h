@@ -37,6 +37,7 @@
 #include "chunk/chunker.h"
 #include "hub.grpc.pb.h"
 #include "hub/change_gate.h"
+#include "hub/fs_stats.h"
 #include "hub/lease_manager.h"
 #include "meta/namespace.h"
 
@@ -45,9 +46,8 @@ namespace geofs::hub {
 struct HubServiceOptions {
   // Shown by Stats ("file:///srv/geofs/objects", "s3://bucket/prefix").
   std::string object_store_description;
-  // FsStat reports the space of the file system holding this path; empty:
-  // unbounded (see fs_stats.h).
-  std::string statfs_path;
+  // What FsStat reports as space (see fs_stats.h).
+  SpaceSource space;
   // Largest raw chunk accepted by PutChunks and FindMissingChunks.
   size_t max_chunk_size = chunk::kMaxChunkSizeLimit;
   // PutChunks: chunks verified and stored at once, and the stored-form

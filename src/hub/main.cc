@@ -56,14 +56,15 @@ struct Flags {
   std::string keep_free;  // empty: min(1 GiB, 5% of the file system)
 };
 
-// How much of a file:// object store's file system chunk writes leave free
+// How much of a local object store's file system (the one holding
+// `store_dir`; none: empty) chunk writes leave free
 // (LocalObjectStoreOptions::keep_free_bytes).
-Result<uint64_t> KeepFreeBytes(const std::string& flag, const std::string& object_url) {
+Result<uint64_t> KeepFreeBytes(const std::string& flag, const std::string& store_dir) {
   if (!flag.empty()) return ParseByteSize(flag);
-  if (!object_url.starts_with("file://")) return uint64_t{0};
+  if (store_dir.empty()) return uint64_t{0};
   // The store's directory may not exist yet: its nearest existing parent
   // is on the same file system.
-  std::filesystem::path dir(object_url.substr(7));
+  std::filesystem::path dir(store_dir);
   std::error_code ec;
   while (!std::filesystem::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path()) {
     dir = dir.parent_path();
@@ -169,19 +170,21 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   }
   const std::string object_url =
       flags.object_store.empty() ? "file://" + data_dir + "/objects" : flags.object_store;
-  auto keep_free = KeepFreeBytes(flags.keep_free, object_url);
+  hub::SpaceSource space;
+  // Free space is meaningful only for a store on a local file system.
+  if (object_url.starts_with("file://")) space.statfs_path = object_url.substr(7);
+  auto keep_free = KeepFreeBytes(flags.keep_free, space.statfs_path);
   if (!keep_free.ok()) {
     log->error("--keep-free: {}", keep_free.status().ToString());
     return 2;
   }
-  auto objects = object::OpenObjectStore(object_url, *keep_free);
+  space.keep_free_bytes = *keep_free;
+  auto objects = object::OpenObjectStore(object_url, space.keep_free_bytes);
   if (!objects.ok()) {
     log->error("--object-store {}: {}", object_url, objects.status().ToString());
     return 1;
   }
   chunk::ChunkStore chunks(objects->get());
-  // Free space is meaningful only for a store on a local file system.
-  const std::string statfs_path = object_url.starts_with("file://") ? object_url.substr(7) : "";
 
   hub::LeaseManagerOptions lease_options;
   lease_options.lease_ttl = std::chrono::milliseconds(
@@ -192,7 +195,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   hub::HubServiceOptions service_options;
   service_options.leases = &leases;
   service_options.object_store_description = (*objects)->Describe();
-  service_options.statfs_path = statfs_path;
+  service_options.space = space;
   hub::HubService service(ns->get(), &chunks, service_options);
   hub::GrpcServerOptions grpc_options;
   grpc_options.listen = flags.listen;
@@ -207,7 +210,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   std::string nfs_text;
   if (flags.nfs_port) {
     hub::HubBackendOptions backend_options;
-    backend_options.statfs_path = statfs_path;
+    backend_options.space = space;
     backend_options.leases = &leases;
     auto started = StartNfs(flags, *export_options, data_dir,
                             std::make_unique<hub::HubBackend>(ns->get(), &chunks, backend_options));

@@ -71,7 +71,7 @@ class RocksLogger final : public rocksdb::Logger {
     if (level < GetInfoLogLevel()) return;
     char line[1024];
     std::vsnprintf(line, sizeof line, format, ap);
-    log_->log(level >= rocksdb::InfoLogLevel::ERROR_LEVEL ? spdlog::level::err
+    log_->log(level >= rocksdb::InfoLogLevel::ERROR_LEVEL  ? spdlog::level::err
               : level == rocksdb::InfoLogLevel::WARN_LEVEL ? spdlog::level::warn
                                                            : spdlog::level::info,
               "{}", line);

@@ -239,7 +239,7 @@ Status LocalObjectStore::RenameIntoPlace(const std::string& tmp, const std::stri
 }
 
 Result<LocalObjectStore::SpaceClaim> LocalObjectStore::ClaimSpace(uint64_t size,
-                                                                   const std::string& context) {
+                                                                  const std::string& context) {
   if (keep_free_bytes_ == 0) return SpaceClaim(nullptr, 0);
   struct statvfs fs;
   if (::fstatvfs(root_fd_, &fs) != 0) return Status::FromErrno(errno, context);

@@ -85,7 +85,7 @@ class ChangeBatcher {
   int open_calls_ = 0;         // guarded by mu_
   // Guarded by mu_: while now < this, the hub is taken to lack ApplyChanges.
   std::chrono::steady_clock::time_point alone_until_{};
-  ChangeBatcherStats stats_;   // guarded by mu_
+  ChangeBatcherStats stats_;  // guarded by mu_
 };
 
 }  // namespace geofs::spoke

@@ -1,6 +1,7 @@
 #include "hub/hub_backend.h"
 
 #include <gtest/gtest.h>
+#include <sys/statvfs.h>
 
 #include <set>
 #include <thread>
@@ -93,6 +94,30 @@ class HubBackendTest : public ::testing::Test {
   MemoryHub hub_;
   std::unique_ptr<HubBackend> backend_;
 };
+
+TEST_F(HubBackendTest, FsStatWithholdsTheSpaceKeptFreeForTheNamespace) {
+  const std::string dir = ::testing::TempDir();
+  struct statvfs fs;
+  ASSERT_EQ(::statvfs(dir.c_str(), &fs), 0);
+  const uint64_t total = uint64_t{fs.f_blocks} * fs.f_frsize;
+  HubBackendOptions options = Options();
+  options.space.statfs_path = dir;
+  Start(options);
+  auto plain =
+      Await<vfs::FsStats>([&](auto cb) { backend_->FsStat(Root(), hub_.ns().RootHandle(), cb); });
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->total_bytes, total);
+  EXPECT_GT(plain->avail_bytes, 0u);
+  // A reserve as large as the file system: nothing is left to report.
+  options.space.keep_free_bytes = total;
+  Start(options);
+  auto kept =
+      Await<vfs::FsStats>([&](auto cb) { backend_->FsStat(Root(), hub_.ns().RootHandle(), cb); });
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->total_bytes, total);
+  EXPECT_EQ(kept->avail_bytes, 0u);
+  EXPECT_EQ(kept->free_bytes, 0u);
+}
 
 TEST_F(HubBackendTest, UnstableWritesAreVisibleAtOnceButCommittedOnlyByCommit) {
   vfs::Handle h = Create("f");

@@ -171,8 +171,8 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, std::opti
 Result<std::unique_ptr<HubProcess>> HubProcess::Create(HubOptions options) {
   std::unique_ptr<HubProcess> hub(new HubProcess(std::move(options)));
   if (hub->base_.path().empty()) return Status::Internal("no temporary directory");
-  hub->data_dir_ = hub->options_.data_dir.empty() ? hub->base_.path() + "/data"
-                                                   : hub->options_.data_dir;
+  hub->data_dir_ =
+      hub->options_.data_dir.empty() ? hub->base_.path() + "/data" : hub->options_.data_dir;
   hub->log_path_ = hub->base_.path() + "/hubd.log";
   return hub;
 }

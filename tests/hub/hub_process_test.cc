@@ -3,8 +3,8 @@
 #include "hub_process.h"
 
 #include <fcntl.h>
-#include <sys/statvfs.h>
 #include <gtest/gtest.h>
+#include <sys/statvfs.h>
 
 #include <atomic>
 #include <fstream>
