@@ -4,12 +4,12 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <utime.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "common/mounted_tmpfs.h"
 #include "object/object_store_test_util.h"
 
 namespace geofs::object {
@@ -37,25 +37,24 @@ TEST(LocalObjectStoreTest, KeysMapToFilesUnderObjects) {
 }
 
 TEST(LocalObjectStoreTest, PutLeavesTheSpaceItIsToldToKeepFree) {
-  TempDir dir;
-  struct statvfs fs;
-  ASSERT_EQ(::statvfs(dir.path().c_str(), &fs), 0);
-  const uint64_t available = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-  // Keeping all but a few MiB of what is free now: a small object fits, a
-  // big one does not, and the refusal leaves nothing behind.
+  // A file system of its own: free space that no concurrent test changes.
+  geofs::testing::MountedTmpfs tmpfs("16m");
+  if (!tmpfs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << tmpfs.error();
+  // Keeping 8 of the 16 MiB free: a small object fits, a 12 MiB one does
+  // not, and the refusal leaves nothing behind.
   LocalObjectStoreOptions options;
-  options.keep_free_bytes = available - (4 << 20);
-  auto store = LocalObjectStore::Open(dir.path(), options);
+  options.keep_free_bytes = 8 << 20;
+  auto store = LocalObjectStore::Open(tmpfs.path(), options);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_TRUE((*store)->Put("small", Bytes("fits")).ok());
-  const std::string big(16 << 20, 'x');
+  const std::string big(12 << 20, 'x');
   Status refused = (*store)->Put("big", Bytes(big));
   EXPECT_EQ(refused.code(), StatusCode::kNoSpace) << refused.ToString();
   EXPECT_NE(refused.ToString().find("kept free"), std::string::npos) << refused.ToString();
   EXPECT_EQ((*store)->Head("big").status().code(), StatusCode::kNotFound);
-  EXPECT_TRUE(fs::is_empty(dir.path() + "/tmp"));
+  EXPECT_TRUE(fs::is_empty(tmpfs.path() + "/tmp"));
   // Without a reserve the same object is stored.
-  auto plain = LocalObjectStore::Open(dir.path());
+  auto plain = LocalObjectStore::Open(tmpfs.path());
   ASSERT_TRUE(plain.ok());
   EXPECT_TRUE((*plain)->Put("big", Bytes(big)).ok());
 }
