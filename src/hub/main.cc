@@ -159,11 +159,12 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
     log->error("namespace in {}/meta: {}", data_dir, ns.status().ToString());
     return 1;
   }
-  if (Status marked = (*ns)->MarkRunning(Clock::Real()->WallNow()); !marked.ok()) {
-    log->error("namespace in {}/meta: {}", data_dir, marked.ToString());
+  auto stopped_cleanly = (*ns)->MarkRunning(Clock::Real()->WallNow());
+  if (!stopped_cleanly.ok()) {
+    log->error("namespace in {}/meta: {}", data_dir, stopped_cleanly.status().ToString());
     return 1;
   }
-  if (auto due = (*ns)->OrphanSweepDue(); due.ok() && *due) {
+  if (!*stopped_cleanly) {
     log->info(
         "no clean stop recorded (a new store, or the last run ended abruptly): GC will look "
         "for orphaned chunks once the grace period has passed");

@@ -219,8 +219,9 @@ class Namespace {
   // pass would cost far more (S3 bills and time) than the orphans do.
   // The server calls MarkRunning when it starts: if the previous run did
   // not stop cleanly (or this is the store's first run), a sweep becomes
-  // due for the objects stored before `now`. Synced.
-  Status MarkRunning(WallTime now);
+  // due for the objects stored before `now`. Synced. True if the previous
+  // run stopped cleanly.
+  Result<bool> MarkRunning(WallTime now);
   // The server calls this last, after every change has returned. Synced.
   Status MarkCleanStop();
   // The time before which stored objects need a sweep; nullopt if none.

@@ -173,7 +173,7 @@ Result<GcResult> Namespace::CollectGarbage(WallTime now, std::chrono::nanosecond
   return result;
 }
 
-Status Namespace::MarkRunning(WallTime now) {
+Result<bool> Namespace::MarkRunning(WallTime now) {
   std::unique_lock lock(write_mu_);
   GEOFS_ASSIGN_OR_RETURN(std::optional<std::string> clean, store_->Get(schema::CleanStopKey()));
   WriteBatch batch;
@@ -183,7 +183,8 @@ Status Namespace::MarkRunning(WallTime now) {
     // A later time covers every object an earlier due sweep would have.
     batch.Put(schema::OrphanSweepKey(), schema::EncodeTime(now));
   }
-  return store_->Write(batch, /*sync=*/true);
+  GEOFS_RETURN_IF_ERROR(store_->Write(batch, /*sync=*/true));
+  return clean.has_value();
 }
 
 Status Namespace::MarkCleanStop() {

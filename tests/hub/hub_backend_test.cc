@@ -100,19 +100,19 @@ TEST_F(HubBackendTest, FsStatWithholdsTheSpaceKeptFreeForTheNamespace) {
   struct statvfs fs;
   ASSERT_EQ(::statvfs(dir.c_str(), &fs), 0);
   const uint64_t total = uint64_t{fs.f_blocks} * fs.f_frsize;
-  HubBackendOptions options = Options();
-  options.space.statfs_path = dir;
-  Start(options);
-  auto plain =
-      Await<vfs::FsStats>([&](auto cb) { backend_->FsStat(Root(), hub_.ns().RootHandle(), cb); });
+  auto fsstat_with = [&](const SpaceSource& space) {
+    HubBackendOptions options = Options();
+    options.space = space;
+    Start(options);
+    return Await<vfs::FsStats>(
+        [&](auto cb) { backend_->FsStat(Root(), hub_.ns().RootHandle(), cb); });
+  };
+  auto plain = fsstat_with({.statfs_path = dir});
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   EXPECT_EQ(plain->total_bytes, total);
   EXPECT_GT(plain->avail_bytes, 0u);
   // A reserve as large as the file system: nothing is left to report.
-  options.space.keep_free_bytes = total;
-  Start(options);
-  auto kept =
-      Await<vfs::FsStats>([&](auto cb) { backend_->FsStat(Root(), hub_.ns().RootHandle(), cb); });
+  auto kept = fsstat_with({.statfs_path = dir, .keep_free_bytes = total});
   ASSERT_TRUE(kept.ok()) << kept.status().ToString();
   EXPECT_EQ(kept->total_bytes, total);
   EXPECT_EQ(kept->avail_bytes, 0u);
