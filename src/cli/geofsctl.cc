@@ -1,7 +1,7 @@
 // geofsctl: the geofs administration tool.
 //   geofsctl --hub HOST:PORT import SRC_DIR HUB_PATH
 //   geofsctl --hub HOST:PORT fsck [--verify-data]
-//   geofsctl --hub HOST:PORT stats [--json]
+//   geofsctl --hub HOST:PORT stats [--json] [--list-store]
 //   geofsctl --spoke HOST:PORT stats [--json]   (the spoke's --metrics-port)
 // Exit status: 0 success; 1 failure (or fsck problems); 2 bad usage;
 // 3 import finished but skipped some entries (listed on stderr).
@@ -162,9 +162,11 @@ int Fsck(const HubClient& hub, bool verify_data) {
   return kExitFailure;
 }
 
-int Stats(const HubClient& hub, bool json) {
+int Stats(const HubClient& hub, bool json, bool list_store) {
+  v1::StatsRequest req;
+  req.set_list_object_store(list_store);
   v1::StatsResponse resp;
-  Status s = hub.Call(&v1::Hub::Stub::Stats, v1::StatsRequest(), &resp, HubClient::kScanTimeout);
+  Status s = hub.Call(&v1::Hub::Stub::Stats, req, &resp, HubClient::kScanTimeout);
   if (!s.ok()) {
     std::fprintf(stderr, "stats failed: %s\n", s.ToString().c_str());
     return kExitFailure;
@@ -181,8 +183,8 @@ int Stats(const HubClient& hub, bool json) {
         {"referenced_raw_bytes", resp.referenced_raw_bytes()},
         {"unreferenced_chunks", resp.unreferenced_chunks()},
         {"unreferenced_raw_bytes", resp.unreferenced_raw_bytes()},
-        {"stored_chunks", resp.stored_chunks()},
         {"stored_bytes", resp.stored_bytes()},
+        {"unsized_chunks", resp.unsized_chunks()},
         {"object_store", resp.object_store()},
         {"sessions", resp.sessions()},
         {"detached_sessions", resp.detached_sessions()},
@@ -191,6 +193,10 @@ int Stats(const HubClient& hub, bool json) {
         {"invalidations_sent", resp.invalidations_sent()},
         {"orphan_sweep_due", resp.orphan_sweep_due()},
     };
+    if (resp.object_store_listed()) {
+      j["listed_objects"] = resp.listed_objects();
+      j["listed_bytes"] = resp.listed_bytes();
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -209,15 +215,24 @@ int Stats(const HubClient& hub, bool json) {
               static_cast<unsigned long long>(resp.unreferenced_chunks()),
               HumanBytes(resp.unreferenced_raw_bytes()).c_str());
   if (resp.orphan_sweep_due()) {
-    std::printf("              orphan sweep due (no clean stop recorded for a run)\n");
+    std::printf(
+        "              orphan sweep due (a run did not stop cleanly, or stored sizes are "
+        "missing)\n");
   }
-  std::printf(
-      "stored:       %llu objects, %s (compression %s) in %s\n",
-      static_cast<unsigned long long>(resp.stored_chunks()),
-      HumanBytes(resp.stored_bytes()).c_str(),
-      Ratio(resp.referenced_raw_bytes() + resp.unreferenced_raw_bytes(), resp.stored_bytes())
-          .c_str(),
-      resp.object_store().c_str());
+  // The ratio needs every known chunk's stored size.
+  const uint64_t raw_bytes = resp.referenced_raw_bytes() + resp.unreferenced_raw_bytes();
+  std::printf("stored:       %s (compression %s) in %s\n", HumanBytes(resp.stored_bytes()).c_str(),
+              resp.unsized_chunks() == 0 ? Ratio(raw_bytes, resp.stored_bytes()).c_str() : "-",
+              resp.object_store().c_str());
+  if (resp.unsized_chunks() != 0) {
+    std::printf("              %llu chunks of unknown stored size, not counted\n",
+                static_cast<unsigned long long>(resp.unsized_chunks()));
+  }
+  if (resp.object_store_listed()) {
+    std::printf("listed:       %llu objects, %s (orphans included)\n",
+                static_cast<unsigned long long>(resp.listed_objects()),
+                HumanBytes(resp.listed_bytes()).c_str());
+  }
   std::printf(
       "coherence:    %llu sessions (+%llu detached), %llu read leases, %llu write leases, "
       "%llu invalidations sent\n",
@@ -303,6 +318,9 @@ int main(int argc, char** argv) {
   bool json = false;
   CLI::App* stats = app.add_subcommand("stats", "Show what the hub holds, or a spoke's counters");
   stats->add_flag("--json", json, "Print JSON");
+  bool list_store = false;
+  stats->add_flag("--list-store", list_store,
+                  "Also list the hub's object store (every object: slow and billed on S3)");
 
   CLI11_PARSE(app, argc, argv);
   if (hub_address.empty() == spoke_address.empty()) {
@@ -336,5 +354,5 @@ int main(int argc, char** argv) {
   }
   if (*import) return Import(**hub, src_dir, hub_path, import_options);
   if (*fsck) return Fsck(**hub, verify_data);
-  return Stats(**hub, json);
+  return Stats(**hub, json, list_store);
 }

@@ -8,6 +8,12 @@
 #include "hub/chunk_ids.h"
 
 namespace geofs::hub {
+namespace {
+
+// Stored sizes the orphan sweep records in one namespace write.
+constexpr size_t kSizesPerRecord = 4096;
+
+}  // namespace
 
 GcRunner::GcRunner(meta::Namespace* ns, chunk::ChunkStore* chunks, GcOptions options)
     : ns_(ns), chunks_(chunks), options_(options) {
@@ -44,20 +50,27 @@ Status GcRunner::SweepOrphans(WallTime cutoff, meta::GcResult* result) {
   // Candidates first, deletions after: the listing does not see its own
   // deletions, and the namespace re-checks each candidate under its lock.
   std::vector<chunk::ChunkInfo> candidates;
+  // Known chunks without a recorded stored size (a store from before sizes
+  // were recorded): the listing tells them.
+  std::vector<meta::StoredChunkSize> sizes;
   GEOFS_RETURN_IF_ERROR(chunks_->ForEachChunk([&](const chunk::ChunkInfo& info) -> Status {
     if (info.modified > cutoff) return Status::Ok();
     GEOFS_ASSIGN_OR_RETURN(std::optional<meta::ChunkInfo> known, ns_->GetChunk(ToMetaId(info.id)));
-    if (!known) candidates.push_back(info);
+    if (!known) {
+      candidates.push_back(info);
+    } else if (known->stored_size == 0) {
+      sizes.push_back({known->id, info.stored_size});
+      if (sizes.size() == kSizesPerRecord) {
+        GEOFS_RETURN_IF_ERROR(ns_->RecordStoredSizes(sizes));
+        sizes.clear();
+      }
+    }
     return Status::Ok();
   }));
+  GEOFS_RETURN_IF_ERROR(ns_->RecordStoredSizes(sizes));
   for (const chunk::ChunkInfo& info : candidates) {
-    // The record made for the deletion carries the stored size: reading the
-    // object back for its raw size would fetch a whole chunk (from S3) only
-    // to delete it, and the record's size leaves the statistics when the
-    // record does.
-    const uint64_t size = std::max<uint64_t>(info.stored_size, 1);
     auto collected = ns_->CollectOrphan(
-        ToMetaId(info.id), size, info.modified,
+        ToMetaId(info.id), info.stored_size, info.modified,
         [this](const meta::ChunkId& id) { return chunks_->Delete(ToChunkId(id)); });
     if (!collected.ok()) {
       ++result->failed;

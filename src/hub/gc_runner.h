@@ -7,7 +7,9 @@
 // (RegisterChunks with sync false, as PutChunks does) is lost in a crash
 // after the chunk was stored, so a sweep is due only after a run that did
 // not stop cleanly (Namespace::MarkRunning). It lists the whole object
-// store, O(stored chunks), once the grace has passed since that start.
+// store, O(stored chunks), once the grace has passed since that start, and
+// records the stored sizes of known chunks that lack one
+// (Namespace::RecordStoredSizes), for a store from before they were kept.
 //
 // The grace period is what makes the writer protocol safe (register, upload,
 // commit): it must be longer than any writer takes between registering a

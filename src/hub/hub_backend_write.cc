@@ -265,8 +265,14 @@ Status HubBackend::StoreChunks(std::span<const uint8_t> data, uint64_t data_offs
   refs.reserve(extents->size());
   for (const meta::Extent& e : *extents) refs.push_back({e.chunk, e.chunk_size});
   GEOFS_RETURN_IF_ERROR(ns_->RegisterChunks(refs));
-  return ParallelFor(extents->size(), threads,
-                     [&](size_t i) { return chunks_->Put(bytes_of((*extents)[i])).status(); });
+  std::vector<meta::StoredChunkSize> sizes(extents->size());
+  GEOFS_RETURN_IF_ERROR(ParallelFor(extents->size(), threads, [&](size_t i) {
+    GEOFS_ASSIGN_OR_RETURN(chunk::PutChunkResult put, chunks_->Put(bytes_of((*extents)[i])));
+    sizes[i] = {(*extents)[i].chunk, put.stored_size};
+    return Status::Ok();
+  }));
+  // Durable with the commit that follows.
+  return ns_->RecordStoredSizes(sizes, /*sync=*/false);
 }
 
 void HubBackend::BackgroundFlusher(std::stop_token stop) {

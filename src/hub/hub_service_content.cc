@@ -162,6 +162,7 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
       // (GcRunner).
       GEOFS_RETURN_IF_ERROR(
           Context(ns_->RegisterChunks(refs, /*sync=*/false), "registering chunks"));
+      std::vector<meta::StoredChunkSize> sizes(batch.size());
       GEOFS_RETURN_IF_ERROR(ParallelFor(batch.size(), options_.put_parallelism, [&](size_t i) {
         const Upload& u = batch[i];
         auto put = chunks_->PutEncoded(u.id, u.stored);
@@ -171,6 +172,7 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
           if (s.code() == StatusCode::kCorruption) s = Status::InvalidArgument(s.message());
           return Context(s, "chunk " + u.id.ToHex());
         }
+        sizes[i] = {ToMetaId(u.id), put->stored_size};
         if (put->uploaded) {
           std::lock_guard lock(mu);
           resp->set_stored(resp->stored() + 1);
@@ -179,6 +181,10 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
         }
         return Status::Ok();
       }));
+      // For Stats (the object store's bytes without listing it); durable
+      // with the commit, like the registration.
+      GEOFS_RETURN_IF_ERROR(
+          Context(ns_->RecordStoredSizes(sizes, /*sync=*/false), "recording stored sizes"));
       batch.clear();
       batch_bytes = 0;
       return Status::Ok();
@@ -249,16 +255,21 @@ grpc::Status HubService::CommitFile(grpc::ServerContext* ctx, const v1::CommitFi
   });
 }
 
-grpc::Status HubService::Stats(grpc::ServerContext* ctx, const v1::StatsRequest*,
+grpc::Status HubService::Stats(grpc::ServerContext* ctx, const v1::StatsRequest* req,
                                v1::StatsResponse* resp) {
   return Run(ctx, [&]() -> Status {
     GEOFS_ASSIGN_OR_RETURN(meta::NamespaceStats stats, ns_->Stats());
-    uint64_t stored_bytes = 0, stored_chunks = 0;
-    GEOFS_RETURN_IF_ERROR(chunks_->ForEachChunk([&](const chunk::ChunkInfo& info) {
-      stored_bytes += info.stored_size;
-      ++stored_chunks;
-      return Cancelled(ctx);
-    }));
+    if (req->list_object_store()) {
+      uint64_t listed_bytes = 0, listed_objects = 0;
+      GEOFS_RETURN_IF_ERROR(chunks_->ForEachChunk([&](const chunk::ChunkInfo& info) {
+        listed_bytes += info.stored_size;
+        ++listed_objects;
+        return Cancelled(ctx);
+      }));
+      resp->set_object_store_listed(true);
+      resp->set_listed_objects(listed_objects);
+      resp->set_listed_bytes(listed_bytes);
+    }
     resp->set_inodes(stats.inodes);
     resp->set_directories(stats.directories);
     resp->set_files(stats.files);
@@ -269,8 +280,8 @@ grpc::Status HubService::Stats(grpc::ServerContext* ctx, const v1::StatsRequest*
     resp->set_referenced_raw_bytes(stats.referenced_bytes);
     resp->set_unreferenced_chunks(stats.unreferenced_chunks);
     resp->set_unreferenced_raw_bytes(stats.unreferenced_bytes);
-    resp->set_stored_chunks(stored_chunks);
-    resp->set_stored_bytes(stored_bytes);
+    resp->set_stored_bytes(stats.stored_bytes);
+    resp->set_unsized_chunks(stats.unsized_chunks);
     resp->set_object_store(options_.object_store_description);
     GEOFS_ASSIGN_OR_RETURN(std::optional<WallTime> sweep, ns_->OrphanSweepDue());
     resp->set_orphan_sweep_due(sweep.has_value());

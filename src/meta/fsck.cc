@@ -246,6 +246,11 @@ class Checker {
               std::to_string(facts.refs) + " extents");
     }
     if (facts.refs > 0 && facts.size != c->size) Problem(where + " has another size in extents");
+    if (c->stored_size == 0) {
+      ++computed_.unsized_chunks;
+    } else {
+      computed_.stored_bytes += c->stored_size;
+    }
     if (c->refs > 0) {
       ++computed_.chunks;
       computed_.referenced_bytes += c->size;
@@ -326,6 +331,8 @@ class Checker {
     check("referenced_bytes", s.referenced_bytes, c.referenced_bytes);
     check("unreferenced_chunks", s.unreferenced_chunks, c.unreferenced_chunks);
     check("unreferenced_bytes", s.unreferenced_bytes, c.unreferenced_bytes);
+    check("stored_bytes", s.stored_bytes, c.stored_bytes);
+    check("unsized_chunks", s.unsized_chunks, c.unsized_chunks);
   }
 
   KvReader& snap_;

@@ -184,6 +184,12 @@ class Namespace {
   // namespace), which CollectOrphan removes once older than the grace
   // period, and the writer's commit fails cleanly (not registered).
   Status RegisterChunks(std::span<const ChunkRef> chunks, bool sync = true);
+  // Records the size of each chunk's stored form, as the object store
+  // reported it once the chunk was stored (ChunkStore::Put's result), so
+  // that Stats() knows the store's bytes without listing it. Chunks the
+  // namespace no longer knows, and sizes of 0, are skipped. `sync` as for
+  // RegisterChunks.
+  Status RecordStoredSizes(std::span<const StoredChunkSize> sizes, bool sync = true);
   // What the namespace knows of a chunk; nullopt if nothing.
   Result<std::optional<ChunkInfo>> GetChunk(const ChunkId& id);
   // Up to `max` chunks with refcount 0 since before `before`, oldest first
@@ -200,8 +206,8 @@ class Namespace {
                                   const std::function<Status(const ChunkId&)>& delete_fn,
                                   size_t max = SIZE_MAX);
   // Deletes a stored chunk the namespace has no record of (an orphan: its
-  // registration was lost in a crash), stored at `stored_at` with raw size
-  // `size`. If a record exists (a writer registered it), returns false and
+  // registration was lost in a crash), stored at `stored_at`, its object
+  // `stored_size` bytes. If a record exists (a writer registered it), returns false and
   // does nothing. Otherwise records it as being collected, unreferenced
   // since `stored_at` (so RegisterChunks and commits refuse it from then
   // on), calls `delete_fn` without locks held, and forgets it: true. A crash
@@ -210,7 +216,7 @@ class Namespace {
   // chunks CollectGarbage deletes: writers register before they store, so a
   // fresh object without a record can only be an orphan too, but the grace
   // keeps the sweep from racing anything that stores without registering.
-  Result<bool> CollectOrphan(const ChunkId& id, uint64_t size, WallTime stored_at,
+  Result<bool> CollectOrphan(const ChunkId& id, uint64_t stored_size, WallTime stored_at,
                              const std::function<Status(const ChunkId&)>& delete_fn);
 
   // --- When orphans can exist. Only a crash loses a registration, so the
@@ -219,8 +225,9 @@ class Namespace {
   // pass would cost far more (S3 bills and time) than the orphans do.
   // The server calls MarkRunning when it starts: if the previous run did
   // not stop cleanly (or this is the store's first run), a sweep becomes
-  // due for the objects stored before `now`. Synced. True if the previous
-  // run stopped cleanly.
+  // due for the objects stored before `now`; so it does when some known
+  // chunks have no recorded stored size (the sweep's listing records them).
+  // Synced. True if the previous run stopped cleanly.
   Result<bool> MarkRunning(WallTime now);
   // The server calls this last, after every change has returned. Synced.
   Status MarkCleanStop();

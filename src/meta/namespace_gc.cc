@@ -1,4 +1,5 @@
 // Namespace: chunk registration and garbage collection.
+#include <algorithm>
 #include <map>
 
 #include "meta/namespace.h"
@@ -61,10 +62,35 @@ Status Namespace::RegisterChunks(std::span<const ChunkRef> chunks, bool sync) {
       c.size = size;
       ++stats.unreferenced_chunks;
       stats.unreferenced_bytes += size;
+      ++stats.unsized_chunks;  // until RecordStoredSizes, once it is stored
     }
     c.unreferenced_since = txn.now();
     txn.batch().Put(schema::ChunkKey(id), schema::EncodeChunk(c));
     txn.batch().Put(schema::GcKey(c.unreferenced_since, id), {});
+  }
+  return Commit(txn, lock, sync);
+}
+
+Status Namespace::RecordStoredSizes(std::span<const StoredChunkSize> sizes, bool sync) {
+  std::map<ChunkId, uint64_t> latest;
+  for (const StoredChunkSize& s : sizes) {
+    if (s.stored_size != 0) latest[s.id] = s.stored_size;  // 0: nothing learnt
+  }
+  std::unique_lock lock(write_mu_);
+  Txn txn(store_, Now(), stats_);
+  NamespaceStats& stats = txn.stats();
+  for (const auto& [id, stored_size] : latest) {
+    GEOFS_ASSIGN_OR_RETURN(std::optional<ChunkInfo> c, ReadChunk(*store_, id));
+    // Unknown: collected meanwhile, its object is gone too.
+    if (!c || c->stored_size == stored_size) continue;
+    if (c->stored_size == 0) {
+      --stats.unsized_chunks;
+    } else {
+      stats.stored_bytes -= c->stored_size;
+    }
+    stats.stored_bytes += stored_size;
+    c->stored_size = stored_size;
+    txn.batch().Put(schema::ChunkKey(id), schema::EncodeChunk(*c));
   }
   return Commit(txn, lock, sync);
 }
@@ -119,14 +145,19 @@ Status Namespace::ForgetChunk(const ChunkId& id) {
   }
   txn.batch().Delete(schema::ChunkKey(id));
   txn.batch().Delete(schema::GcKey(c->unreferenced_since, id));
-  --txn.stats().unreferenced_chunks;
-  txn.stats().unreferenced_bytes -= c->size;
+  NamespaceStats& stats = txn.stats();
+  --stats.unreferenced_chunks;
+  stats.unreferenced_bytes -= c->size;
+  if (c->stored_size == 0) {
+    --stats.unsized_chunks;
+  } else {
+    stats.stored_bytes -= c->stored_size;
+  }
   return Commit(txn, lock);
 }
 
-Result<bool> Namespace::CollectOrphan(const ChunkId& id, uint64_t size, WallTime stored_at,
+Result<bool> Namespace::CollectOrphan(const ChunkId& id, uint64_t stored_size, WallTime stored_at,
                                       const std::function<Status(const ChunkId&)>& delete_fn) {
-  if (size == 0) return Status::InvalidArgument("empty chunk " + ChunkIdHex(id));
   {
     std::unique_lock lock(write_mu_);
     Txn txn(store_, Now(), stats_);
@@ -136,13 +167,23 @@ Result<bool> Namespace::CollectOrphan(const ChunkId& id, uint64_t size, WallTime
     // so that a crash or a failed delete is retried by its next pass.
     ChunkInfo c;
     c.id = id;
-    c.size = size;
+    // The raw size would take reading the object back (from S3, only to
+    // delete it); a record needs a nonzero one, and this one leaves the
+    // statistics when the record does.
+    c.size = std::max<uint64_t>(stored_size, 1);
+    c.stored_size = stored_size;
     c.unreferenced_since = stored_at;
     c.collecting = true;
     txn.batch().Put(schema::ChunkKey(id), schema::EncodeChunk(c));
     txn.batch().Put(schema::GcKey(c.unreferenced_since, id), {});
-    ++txn.stats().unreferenced_chunks;
-    txn.stats().unreferenced_bytes += size;
+    NamespaceStats& stats = txn.stats();
+    ++stats.unreferenced_chunks;
+    stats.unreferenced_bytes += c.size;
+    if (stored_size == 0) {
+      ++stats.unsized_chunks;
+    } else {
+      stats.stored_bytes += stored_size;
+    }
     GEOFS_RETURN_IF_ERROR(Commit(txn, lock));
   }
   GEOFS_RETURN_IF_ERROR(delete_fn(id));
@@ -177,10 +218,11 @@ Result<bool> Namespace::MarkRunning(WallTime now) {
   std::unique_lock lock(write_mu_);
   GEOFS_ASSIGN_OR_RETURN(std::optional<std::string> clean, store_->Get(schema::CleanStopKey()));
   WriteBatch batch;
-  if (clean) {
-    batch.Delete(schema::CleanStopKey());
-  } else {
-    // A later time covers every object an earlier due sweep would have.
+  if (clean) batch.Delete(schema::CleanStopKey());
+  // The sweep also records the stored sizes the namespace lacks (a store
+  // from before they were recorded). A later time covers every object an
+  // earlier due sweep would have.
+  if (!clean || stats_.unsized_chunks > 0) {
     batch.Put(schema::OrphanSweepKey(), schema::EncodeTime(now));
   }
   GEOFS_RETURN_IF_ERROR(store_->Write(batch, /*sync=*/true));

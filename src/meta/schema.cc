@@ -7,6 +7,9 @@ namespace {
 
 // Each record's first byte; bump it when a record's layout changes.
 constexpr uint8_t kRecordV1 = 1;
+// Chunk and statistics records with stored sizes; their V1 forms (written
+// before stored sizes were recorded) still decode, as "not recorded".
+constexpr uint8_t kRecordV2 = 2;
 // Signed seconds shifted so that unsigned byte order is time order.
 constexpr uint64_t kSecondsBias = uint64_t{1} << 63;
 
@@ -64,6 +67,10 @@ class Decoder {
  public:
   Decoder(std::string_view in, uint8_t format) : in_(in) {
     if (U8() != format) ok_ = false;
+  }
+  // The format byte of a record; 0 if it has none.
+  static uint8_t FormatOf(std::string_view in) {
+    return in.empty() ? 0 : static_cast<uint8_t>(in[0]);
   }
   uint8_t U8() { return static_cast<uint8_t>(Fixed(1)); }
   uint32_t U32() { return static_cast<uint32_t>(Fixed(4)); }
@@ -333,16 +340,18 @@ Result<Extent> DecodeExtent(uint64_t end, std::string_view value) {
 }
 
 std::string EncodeChunk(const ChunkInfo& c) {
-  return Encoder(kRecordV1)
+  return Encoder(kRecordV2)
       .U64(c.refs)
       .U64(c.size)
       .Time(c.unreferenced_since)
       .U8(c.collecting ? 1 : 0)
+      .U64(c.stored_size)
       .Take();
 }
 
 Result<ChunkInfo> DecodeChunk(const ChunkId& id, std::string_view value) {
-  Decoder d(value, kRecordV1);
+  const bool v1 = Decoder::FormatOf(value) == kRecordV1;
+  Decoder d(value, v1 ? kRecordV1 : kRecordV2);
   ChunkInfo c;
   c.id = id;
   c.refs = d.U64();
@@ -351,12 +360,13 @@ Result<ChunkInfo> DecodeChunk(const ChunkId& id, std::string_view value) {
   const uint8_t collecting = d.U8();
   if (collecting > 1) d.Fail();
   c.collecting = collecting == 1;
+  if (!v1) c.stored_size = d.U64();
   GEOFS_RETURN_IF_ERROR(d.Finish("chunk"));
   return c;
 }
 
 std::string EncodeStats(const NamespaceStats& s) {
-  return Encoder(kRecordV1)
+  return Encoder(kRecordV2)
       .U64(s.inodes)
       .U64(s.directories)
       .U64(s.files)
@@ -368,11 +378,14 @@ std::string EncodeStats(const NamespaceStats& s) {
       .U64(s.referenced_bytes)
       .U64(s.unreferenced_chunks)
       .U64(s.unreferenced_bytes)
+      .U64(s.stored_bytes)
+      .U64(s.unsized_chunks)
       .Take();
 }
 
 Result<NamespaceStats> DecodeStats(std::string_view value) {
-  Decoder d(value, kRecordV1);
+  const bool v1 = Decoder::FormatOf(value) == kRecordV1;
+  Decoder d(value, v1 ? kRecordV1 : kRecordV2);
   NamespaceStats s;
   s.inodes = d.U64();
   s.directories = d.U64();
@@ -385,6 +398,13 @@ Result<NamespaceStats> DecodeStats(std::string_view value) {
   s.referenced_bytes = d.U64();
   s.unreferenced_chunks = d.U64();
   s.unreferenced_bytes = d.U64();
+  if (v1) {
+    // Every chunk record of that time is V1 too: none has a stored size.
+    s.unsized_chunks = s.chunks + s.unreferenced_chunks;
+  } else {
+    s.stored_bytes = d.U64();
+    s.unsized_chunks = d.U64();
+  }
   GEOFS_RETURN_IF_ERROR(d.Finish("stats"));
   return s;
 }

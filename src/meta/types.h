@@ -72,6 +72,10 @@ struct CommitReply {
 struct ChunkInfo {
   ChunkId id{};
   uint64_t size = 0;
+  // Bytes of its stored form in the object store; 0: not recorded yet (a
+  // chunk registered but not yet stored, or known since before stored sizes
+  // were recorded).
+  uint64_t stored_size = 0;
   uint64_t refs = 0;            // number of extents, in all files, naming it
   WallTime unreferenced_since;  // when refs last became 0 (or it was registered)
   bool collecting = false;      // GC has started deleting it from the object store
@@ -80,6 +84,12 @@ struct ChunkInfo {
 struct ChunkRef {
   ChunkId id{};
   uint64_t size = 0;
+};
+
+// The size of a chunk's stored form, as the object store holds it.
+struct StoredChunkSize {
+  ChunkId id{};
+  uint64_t stored_size = 0;
 };
 
 // Counters kept exact in every write batch, so reading them costs one Get.
@@ -95,6 +105,10 @@ struct NamespaceStats {
   uint64_t referenced_bytes = 0;     // sum of their sizes
   uint64_t unreferenced_chunks = 0;  // chunks with refs == 0 awaiting GC
   uint64_t unreferenced_bytes = 0;
+  // Over every chunk known (referenced or not): the object store's bytes
+  // for those whose stored size is recorded, and how many have none.
+  uint64_t stored_bytes = 0;
+  uint64_t unsized_chunks = 0;
 
   bool operator==(const NamespaceStats&) const = default;
 };

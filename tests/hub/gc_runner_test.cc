@@ -111,6 +111,14 @@ class OrphanSweepTest : public ::testing::Test {
     EXPECT_TRUE(report->problems.empty()) << report->problems.front();
   }
 
+  // GC on the fixture's clock, with a grace period of an hour.
+  GcOptions HourOfGrace() {
+    GcOptions options;
+    options.grace = std::chrono::hours(1);
+    options.clock = &clock_;
+    return options;
+  }
+
   MemoryHub hub_;
   HubBackendOptions backend_options_;
   std::unique_ptr<HubBackend> backend_;
@@ -122,10 +130,7 @@ class OrphanSweepTest : public ::testing::Test {
 TEST_F(OrphanSweepTest, AnOrphanIsSweptOnceOlderThanTheGrace) {
   const chunk::ChunkId orphan = StoreOrphan(RandomBytes(100000, 7));
   ASSERT_EQ(hub_.objects().object_count(), 2u);
-  GcOptions options;
-  options.grace = std::chrono::hours(1);
-  options.clock = &clock_;
-  GcRunner gc(&hub_.ns(), &hub_.chunks(), options);
+  GcRunner gc(&hub_.ns(), &hub_.chunks(), HourOfGrace());
 
   clock_.Advance(std::chrono::minutes(59));
   auto young = gc.RunOnce();
@@ -163,10 +168,7 @@ TEST_F(OrphanSweepTest, AFreshUploadIsNotSwept) {
   ASSERT_TRUE(hub_.chunks().Put(SpanOf(pending_raw)).ok());
   const chunk::ChunkId orphan = StoreOrphan(RandomBytes(100000, 9));
 
-  GcOptions options;
-  options.grace = std::chrono::hours(1);
-  options.clock = &clock_;
-  GcRunner gc(&hub_.ns(), &hub_.chunks(), options);
+  GcRunner gc(&hub_.ns(), &hub_.chunks(), HourOfGrace());
   auto r = gc.RunOnce();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->orphans + r->deleted + r->failed, 0u);
@@ -188,11 +190,39 @@ TEST_F(OrphanSweepTest, AFreshUploadIsNotSwept) {
   ExpectFileIntactAndHubClean();
 }
 
+TEST_F(OrphanSweepTest, TheSweepRecordsTheStoredSizesTheNamespaceLacks) {
+  // Chunks stored without their size recorded, as a hub from before sizes
+  // were recorded left them.
+  auto store_unsized = [&](uint64_t seed) {
+    const std::string raw = RandomBytes(100000, seed);
+    const chunk::ChunkId id = chunk::ChunkId::Of(SpanOf(raw));
+    ASSERT_TRUE(
+        hub_.ns().RegisterChunks(std::vector<meta::ChunkRef>{{ToMetaId(id), raw.size()}}).ok());
+    ASSERT_TRUE(hub_.chunks().Put(SpanOf(raw)).ok());
+  };
+  store_unsized(10);
+  EXPECT_EQ(hub_.ns().Stats()->unsized_chunks, 1u);
+  GcRunner gc(&hub_.ns(), &hub_.chunks(), HourOfGrace());
+  clock_.Advance(std::chrono::hours(2));
+  ASSERT_TRUE(gc.RunOnce().ok());  // the sweep the fixture's start called for
+  EXPECT_EQ(hub_.ns().Stats()->unsized_chunks, 0u);
+  EXPECT_EQ(hub_.ns().Stats()->stored_bytes, hub_.StoredBytes());
+
+  // Even after a clean stop, a start that finds sizes missing makes a
+  // sweep due.
+  store_unsized(11);
+  Restart(/*clean=*/true);
+  EXPECT_TRUE(hub_.ns().OrphanSweepDue()->has_value());
+  clock_.Advance(std::chrono::hours(2));
+  ASSERT_TRUE(gc.RunOnce().ok());
+  EXPECT_FALSE(hub_.ns().OrphanSweepDue()->has_value());
+  EXPECT_EQ(hub_.ns().Stats()->unsized_chunks, 0u);
+  EXPECT_EQ(hub_.ns().Stats()->stored_bytes, hub_.StoredBytes());
+  ExpectFileIntactAndHubClean();
+}
+
 TEST_F(OrphanSweepTest, TheObjectStoreIsListedOnlyWhenASweepIsDue) {
-  GcOptions options;
-  options.grace = std::chrono::hours(1);
-  options.clock = &clock_;
-  GcRunner gc(&hub_.ns(), &hub_.chunks(), options);
+  GcRunner gc(&hub_.ns(), &hub_.chunks(), HourOfGrace());
   clock_.Advance(std::chrono::hours(2));
   ASSERT_TRUE(gc.RunOnce().ok());  // the sweep the fixture's start called for
   Restart(/*clean=*/true);

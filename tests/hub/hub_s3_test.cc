@@ -33,12 +33,15 @@ TEST(HubS3Test, ImportFsckRestartOverS3) {
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->exit_code, 0) << first->out << first->err;
 
-  auto stats = (*hub)->Ctl({"stats", "--json"});
+  auto stats = (*hub)->Ctl({"stats", "--json", "--list-store"});
   ASSERT_TRUE(stats.ok());
   auto json = nlohmann::json::parse(stats->out, nullptr, false);
   EXPECT_TRUE(json["object_store"].get<std::string>().starts_with("s3://geofs-hub/chunks"))
       << json["object_store"];
-  EXPECT_GT(json["stored_chunks"].get<uint64_t>(), 0u);
+  EXPECT_GT(json["listed_objects"].get<uint64_t>(), 0u);
+  // The namespace's count of the stored bytes matches the bucket's.
+  EXPECT_EQ(json["stored_bytes"], json["listed_bytes"]);
+  EXPECT_EQ(json["unsized_chunks"], 0u);
   EXPECT_LT(json["stored_bytes"].get<uint64_t>(), (6u << 20) + (1u << 20));
 
   ASSERT_TRUE((*hub)->Stop().ok()) << (*hub)->Log();

@@ -395,9 +395,19 @@ TEST_F(HubServiceTest, ChunksCommitsAndReads) {
   EXPECT_EQ(stats.logical_bytes(), text.size() + 3000);
   EXPECT_EQ(stats.chunks(), 2u);
   EXPECT_EQ(stats.referenced_raw_bytes(), text.size() + random.size());
-  EXPECT_EQ(stats.stored_chunks(), 2u);
+  // From the namespace's counters: the object store was not listed.
   EXPECT_EQ(stats.stored_bytes(), hub_.StoredBytes());
+  EXPECT_EQ(stats.unsized_chunks(), 0u);
+  EXPECT_FALSE(stats.object_store_listed());
+  EXPECT_EQ(stats.listed_objects(), 0u);
   EXPECT_EQ(stats.object_store(), "memory:");
+  v1::StatsRequest listing;
+  listing.set_list_object_store(true);
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Stats, listing, &stats).ok());
+  EXPECT_TRUE(stats.object_store_listed());
+  EXPECT_EQ(stats.listed_objects(), 2u);
+  EXPECT_EQ(stats.listed_bytes(), hub_.StoredBytes());
+  EXPECT_EQ(stats.stored_bytes(), hub_.StoredBytes());
 
   v1::FsckRequest fsck;
   fsck.set_verify_chunk_data(true);
@@ -713,8 +723,11 @@ TEST(HubGrpcServerTest, OversizedMessagesAreRefusedAndTheServerGoesOn) {
   }
   grpc::ClientContext ctx;
   v1::StatsResponse stats;
-  EXPECT_TRUE(stub->Stats(&ctx, v1::StatsRequest(), &stats).ok());
-  EXPECT_EQ(stats.stored_chunks(), 0u);
+  v1::StatsRequest listing;
+  listing.set_list_object_store(true);
+  EXPECT_TRUE(stub->Stats(&ctx, listing, &stats).ok());
+  EXPECT_EQ(stats.listed_objects(), 0u);
+  EXPECT_EQ(stats.stored_bytes(), 0u);
   server->server->Shutdown();
 }
 

@@ -939,6 +939,110 @@ TYPED_TEST(NamespaceTest, AnOrphanSweepIsDueOnlyAfterARunThatDidNotStopCleanly) 
   this->ExpectClean();
 }
 
+TYPED_TEST(NamespaceTest, StoredSizesAddUpWithoutListingTheStore) {
+  auto stats = [&] {
+    auto s = this->ns_->Stats();
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? *s : NamespaceStats{};
+  };
+  auto record = [&](std::vector<StoredChunkSize> sizes) {
+    Status s = this->ns_->RecordStoredSizes(sizes);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  };
+  // Registered before they are stored: sizes not known yet.
+  this->Register({{Id(1), 100}, {Id(2), 200}});
+  EXPECT_EQ(stats().unsized_chunks, 2u);
+  EXPECT_EQ(stats().stored_bytes, 0u);
+  this->ExpectClean();
+
+  // Stored: what the object store reported. Unknown chunks and zero sizes
+  // teach nothing.
+  record({{Id(1), 40}, {Id(2), 210}, {Id(9), 5}, {Id(1), 0}});
+  EXPECT_EQ((*this->ns_->GetChunk(Id(1)))->stored_size, 40u);
+  EXPECT_FALSE(this->ns_->GetChunk(Id(9))->has_value());
+  EXPECT_EQ(stats().unsized_chunks, 0u);
+  EXPECT_EQ(stats().stored_bytes, 250u);
+  // Recorded again (stored anew in another form): replaced, not added.
+  record({{Id(1), 45}, {Id(1), 45}});
+  EXPECT_EQ(stats().stored_bytes, 255u);
+  // Registering again keeps the size; referencing and restarting too.
+  this->Register({{Id(1), 100}});
+  const vfs::Entry f = this->Create(this->root_, "f");
+  ASSERT_TRUE(this->Commit(f.handle, 1, 0, UINT64_MAX, {Ext(0, 100, Id(1), 0, 100)}, 100).ok());
+  this->Restart();
+  EXPECT_EQ((*this->ns_->GetChunk(Id(1)))->stored_size, 45u);
+  EXPECT_EQ(stats().stored_bytes, 255u);
+  this->ExpectClean();
+
+  // An orphan being collected counts until it is forgotten.
+  const WallTime stored_at = this->clock_.WallNow();
+  auto failed = this->ns_->CollectOrphan(Id(3), 70, stored_at,
+                                         [](const ChunkId&) { return Status::IoError("down"); });
+  EXPECT_EQ(CodeOf(failed), StatusCode::kIoError);
+  EXPECT_EQ(stats().stored_bytes, 325u);
+  this->ExpectClean();
+
+  // Collected chunks leave the counts.
+  ASSERT_TRUE(this->ns_->Remove(this->Root(), this->root_, "f").ok());
+  const auto grace = std::chrono::hours(1);
+  this->clock_.Advance(grace);
+  auto gc = this->ns_->CollectGarbage(this->clock_.WallNow(), grace,
+                                      [](const ChunkId&) { return Status::Ok(); });
+  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+  EXPECT_EQ(gc->deleted, 3u);
+  EXPECT_EQ(stats().stored_bytes, 0u);
+  EXPECT_EQ(stats().unsized_chunks, 0u);
+  // A chunk registered but never stored leaves unsized.
+  this->Register({{Id(4), 10}});
+  EXPECT_EQ(stats().unsized_chunks, 1u);
+  this->clock_.Advance(grace);
+  ASSERT_TRUE(this->ns_
+                  ->CollectGarbage(this->clock_.WallNow(), grace,
+                                   [](const ChunkId&) { return Status::Ok(); })
+                  .ok());
+  EXPECT_EQ(stats().unsized_chunks, 0u);
+  this->ExpectClean();
+}
+
+TYPED_TEST(NamespaceTest, RecordsFromBeforeStoredSizesReadAsUnsized) {
+  this->Register({{Id(1), 100}, {Id(2), 200}});
+  ASSERT_TRUE(this->ns_->RecordStoredSizes(std::vector<StoredChunkSize>{{Id(1), 40}}).ok());
+  // Rewrites the chunk and statistics records in their first layout: format
+  // byte 1, without the stored size(s) the current layout appends.
+  auto first_layout = [](std::string value, size_t appended) {
+    value[0] = 1;
+    value.resize(value.size() - appended);
+    return value;
+  };
+  WriteBatch old;
+  for (int i : {1, 2}) {
+    const std::string key = schema::ChunkKey(Id(i));
+    old.Put(key, first_layout(**this->kv_->Get(key), 8));
+  }
+  old.Put(schema::StatsKey(), first_layout(**this->kv_->Get(schema::StatsKey()), 16));
+  ASSERT_TRUE(this->kv_->Write(old).ok());
+  ASSERT_TRUE(this->ns_->MarkCleanStop().ok());
+  this->Restart();
+
+  auto stats = this->ns_->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->unreferenced_chunks, 2u);
+  EXPECT_EQ(stats->unsized_chunks, 2u);
+  EXPECT_EQ(stats->stored_bytes, 0u);
+  EXPECT_EQ((*this->ns_->GetChunk(Id(1)))->stored_size, 0u);
+  this->ExpectClean();
+  // A clean stop, but the sweep's listing is what tells the missing sizes.
+  auto clean = this->ns_->MarkRunning(this->clock_.WallNow());
+  ASSERT_TRUE(clean.ok());
+  EXPECT_TRUE(*clean);
+  EXPECT_TRUE(this->ns_->OrphanSweepDue()->has_value());
+  ASSERT_TRUE(
+      this->ns_->RecordStoredSizes(std::vector<StoredChunkSize>{{Id(1), 40}, {Id(2), 200}}).ok());
+  EXPECT_EQ(this->ns_->Stats()->unsized_chunks, 0u);
+  EXPECT_EQ(this->ns_->Stats()->stored_bytes, 240u);
+  this->ExpectClean();
+}
+
 // Counts the writes that asked for durability and the syncs.
 class SyncCountingKvStore : public KvStoreWrapper {
  public:
