@@ -100,6 +100,13 @@ class KvStore : public KvReader {
   // A read view frozen at the current state: later writes are not seen.
   // REQUIRES: the store outlives the snapshot.
   virtual std::unique_ptr<KvReader> NewSnapshot() = 0;
+  // A store that stopped taking writes after one failed (a full disk)
+  // starts again if it can: true once it has, with every durable write in
+  // it (a write that failed, or whose Sync did, may or may not be); the
+  // caller re-reads what it keeps of the store's contents. False if it had
+  // not stopped or cannot start yet (no room; call again later). Cheap when
+  // the store has not stopped. Default: a store that never stops.
+  virtual Result<bool> Resume() { return false; }
 
  protected:
   virtual Status DoWrite(const WriteBatch& batch, bool sync) = 0;
@@ -120,6 +127,7 @@ class KvStoreWrapper : public KvStore {
   }
   Status Sync() override { return target_->Sync(); }
   std::unique_ptr<KvReader> NewSnapshot() override { return target_->NewSnapshot(); }
+  Result<bool> Resume() override { return target_->Resume(); }
 
   KvStore* target() const { return target_; }
 

@@ -159,6 +159,15 @@ vfs::Entry Namespace::EntryOf(const InodeRecord& rec) const {
 }
 
 Status Namespace::Commit(Txn& txn, std::unique_lock<std::mutex>& lock, bool sync) {
+  // A store that a failed write stopped (a full disk) resumes once it has
+  // room. This change was prepared against counters that may have moved
+  // since (a write whose sync failed may not have survived): it is not
+  // applied, and the caller retries it.
+  GEOFS_ASSIGN_OR_RETURN(bool resumed, store_->Resume());
+  if (resumed) {
+    Reload();
+    return Status::Unavailable("the namespace store has just resumed after a failed write");
+  }
   GEOFS_RETURN_IF_ERROR(txn.Finish());
   uint64_t limit = ino_limit_;
   if (!txn.batch().empty()) {

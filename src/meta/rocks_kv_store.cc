@@ -9,13 +9,16 @@
 #include <rocksdb/utilities/table_properties_collectors.h>
 #include <rocksdb/write_batch.h>
 #include <spdlog/spdlog.h>
+#include <sys/statvfs.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <shared_mutex>
 
 #include "common/logging.h"
 
@@ -45,18 +48,29 @@ rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.s
 // write is refused with that error, reads go on. RocksDB 7.8 would clear
 // the error by itself once space returns, but if the memtable is empty then
 // it keeps the failed log file, and the next write to it aborts the process
-// (librocksdb built with asserts). So the DB stays stopped until the store
-// is opened again (the hub restarted), which starts a fresh log.
+// (librocksdb built with asserts); its manual DB::Resume does the same. So
+// the DB stays stopped until RocksKvStore::Resume opens it again, which
+// starts a fresh log. `stopped` tells Resume that it has to.
 class StayStoppedAfterWriteErrors final : public rocksdb::EventListener {
  public:
+  explicit StayStoppedAfterWriteErrors(std::shared_ptr<std::atomic<bool>> stopped)
+      : stopped_(std::move(stopped)) {}
+
+  void OnBackgroundError(rocksdb::BackgroundErrorReason, rocksdb::Status* error) override {
+    if (!error->ok()) stopped_->store(true, std::memory_order_release);
+  }
   void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status error,
                             bool* auto_recovery) override {
     *auto_recovery = false;
+    stopped_->store(true, std::memory_order_release);
     GetLogger("meta")->error(
-        "the namespace store refuses writes after a failed write ({}); reads go on. "
-        "Make room (or fix the disk) and restart the process.",
+        "the namespace store refuses writes after a failed write ({}); reads go on. It resumes "
+        "by itself at the next change once its disk has room again.",
         error.ToString());
   }
+
+ private:
+  const std::shared_ptr<std::atomic<bool>> stopped_;
 };
 
 // RocksDB's warnings and errors, in the process's log. Its default LOG file
@@ -84,11 +98,20 @@ class RocksLogger final : public rocksdb::Logger {
   std::shared_ptr<spdlog::logger> log_;
 };
 
+constexpr char kReopenFailed[] =
+    "the namespace store could not be opened again after a failed write";
+
+// Shares the DB with every other user for the holder's lifetime (an
+// iterator's, a snapshot's, a call's); Resume takes it alone to reopen.
+using DbLock = std::shared_lock<std::shared_timed_mutex>;
+
 class RocksIterator : public KvIterator {
  public:
-  RocksIterator(rocksdb::DB* db, const rocksdb::Snapshot* snapshot, std::string_view start,
-                std::string_view limit)
-      : start_(start), limit_(limit), lower_(start_), upper_(limit_) {
+  // `db` null (a failed reopen): an iterator that fails at once.
+  RocksIterator(DbLock lock, rocksdb::DB* db, const rocksdb::Snapshot* snapshot,
+                std::string_view start, std::string_view limit)
+      : lock_(std::move(lock)), start_(start), limit_(limit), lower_(start_), upper_(limit_) {
+    if (db == nullptr) return;
     rocksdb::ReadOptions ro;
     ro.snapshot = snapshot;
     ro.iterate_lower_bound = &lower_;
@@ -97,15 +120,18 @@ class RocksIterator : public KvIterator {
   }
 
   void Seek(std::string_view target) override {
-    it_->Seek(ToSlice(target < start_ ? std::string_view(start_) : target));
+    if (it_) it_->Seek(ToSlice(target < start_ ? std::string_view(start_) : target));
   }
-  bool Valid() const override { return it_->Valid(); }
+  bool Valid() const override { return it_ && it_->Valid(); }
   void Next() override { it_->Next(); }
   std::string_view key() const override { return it_->key().ToStringView(); }
   std::string_view value() const override { return it_->value().ToStringView(); }
-  Status status() const override { return FromRocks(it_->status()); }
+  Status status() const override {
+    return it_ ? FromRocks(it_->status()) : Status::Unavailable(kReopenFailed);
+  }
 
  private:
+  DbLock lock_;
   // The bounds' storage must outlive the rocksdb iterator that points at it.
   std::string start_;
   std::string limit_;
@@ -116,6 +142,7 @@ class RocksIterator : public KvIterator {
 
 Result<std::optional<std::string>> GetFrom(rocksdb::DB* db, const rocksdb::Snapshot* snapshot,
                                            std::string_view key) {
+  if (db == nullptr) return Status::Unavailable(kReopenFailed);
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   std::string value;
@@ -127,17 +154,22 @@ Result<std::optional<std::string>> GetFrom(rocksdb::DB* db, const rocksdb::Snaps
 
 class RocksSnapshot : public KvReader {
  public:
-  explicit RocksSnapshot(rocksdb::DB* db) : db_(db), snapshot_(db->GetSnapshot()) {}
-  ~RocksSnapshot() override { db_->ReleaseSnapshot(snapshot_); }
+  RocksSnapshot(DbLock lock, rocksdb::DB* db)
+      : lock_(std::move(lock)), db_(db), snapshot_(db != nullptr ? db->GetSnapshot() : nullptr) {}
+  ~RocksSnapshot() override {
+    if (db_ != nullptr) db_->ReleaseSnapshot(snapshot_);
+  }
 
   Result<std::optional<std::string>> Get(std::string_view key) override {
     return GetFrom(db_, snapshot_, key);
   }
   std::unique_ptr<KvIterator> NewIterator(std::string_view start, std::string_view limit) override {
-    return std::make_unique<RocksIterator>(db_, snapshot_, start, limit);
+    // The snapshot's own lock covers the iterator (which must not outlive it).
+    return std::make_unique<RocksIterator>(DbLock(), db_, snapshot_, start, limit);
   }
 
  private:
+  DbLock lock_;
   rocksdb::DB* const db_;
   const rocksdb::Snapshot* const snapshot_;
 };
@@ -145,7 +177,22 @@ class RocksSnapshot : public KvReader {
 }  // namespace
 
 struct RocksKvStore::Impl {
-  std::unique_ptr<rocksdb::DB> db;
+  std::string dir;
+  RocksKvStoreOptions options;
+  rocksdb::Options db_options;
+  // Set once a failed write has stopped the DB (the listener), cleared when
+  // Resume has reopened it.
+  std::shared_ptr<std::atomic<bool>> stopped = std::make_shared<std::atomic<bool>>(false);
+
+  // Shared by every call, iterator and snapshot using `db`; exclusive while
+  // Resume swaps it.
+  std::shared_timed_mutex db_mu;
+  std::unique_ptr<rocksdb::DB> db;  // null only after a reopen failed
+
+  std::mutex resume_mu;                               // one Resume at a time
+  std::chrono::steady_clock::time_point last_resume;  // guarded by resume_mu
+
+  DbLock Share() { return DbLock(db_mu); }
 
   // Group commit. `returned` counts writes that have returned from
   // DB::Write; `synced` is the largest such count known durable.
@@ -181,7 +228,8 @@ Result<std::unique_ptr<RocksKvStore>> RocksKvStore::Open(const std::string& dir,
   db_options.max_background_jobs = options.background_jobs;
   db_options.level_compaction_dynamic_level_bytes = true;
   db_options.info_log = std::make_shared<RocksLogger>();
-  db_options.listeners.push_back(std::make_shared<StayStoppedAfterWriteErrors>());
+  auto impl = std::make_unique<Impl>();
+  db_options.listeners.push_back(std::make_shared<StayStoppedAfterWriteErrors>(impl->stopped));
   db_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   db_options.table_properties_collector_factories.push_back(
       rocksdb::NewCompactOnDeletionCollectorFactory(kDeletionWindow, kDeletionTrigger));
@@ -195,7 +243,9 @@ Result<std::unique_ptr<RocksKvStore>> RocksKvStore::Open(const std::string& dir,
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, dir, &raw);
   if (!s.ok()) return FromRocks(s);
-  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  impl->options = options;
+  impl->db_options = std::move(db_options);
   impl->db.reset(raw);
   return std::unique_ptr<RocksKvStore>(new RocksKvStore(std::move(impl)));
 }
@@ -204,20 +254,63 @@ RocksKvStore::RocksKvStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 
 RocksKvStore::~RocksKvStore() {
   // Close reports errors we cannot act on here; the DB is freed regardless.
-  impl_->db->Close().PermitUncheckedError();
+  if (impl_->db) impl_->db->Close().PermitUncheckedError();
 }
 
 Result<std::optional<std::string>> RocksKvStore::Get(std::string_view key) {
+  DbLock lock = impl_->Share();
   return GetFrom(impl_->db.get(), nullptr, key);
 }
 
 std::unique_ptr<KvIterator> RocksKvStore::NewIterator(std::string_view start,
                                                       std::string_view limit) {
-  return std::make_unique<RocksIterator>(impl_->db.get(), nullptr, start, limit);
+  DbLock lock = impl_->Share();
+  rocksdb::DB* db = impl_->db.get();
+  return std::make_unique<RocksIterator>(std::move(lock), db, nullptr, start, limit);
 }
 
 std::unique_ptr<KvReader> RocksKvStore::NewSnapshot() {
-  return std::make_unique<RocksSnapshot>(impl_->db.get());
+  DbLock lock = impl_->Share();
+  rocksdb::DB* db = impl_->db.get();
+  return std::make_unique<RocksSnapshot>(std::move(lock), db);
+}
+
+Result<bool> RocksKvStore::Resume() {
+  Impl& m = *impl_;
+  if (!m.stopped->load(std::memory_order_acquire)) return false;
+  std::lock_guard resume_lock(m.resume_mu);
+  const auto now = std::chrono::steady_clock::now();
+  if (m.last_resume.time_since_epoch().count() != 0 &&
+      now - m.last_resume < m.options.resume_interval) {
+    return false;
+  }
+  m.last_resume = now;
+  struct statvfs st;
+  if (::statvfs(m.dir.c_str(), &st) != 0 ||
+      static_cast<uint64_t>(st.f_bavail) * st.f_frsize < m.options.resume_min_free_bytes) {
+    return false;
+  }
+  // Every user of the DB must be done with it. An iterator or snapshot held
+  // meanwhile (a long scan) makes this attempt give up; a later one retries.
+  std::unique_lock db_lock(m.db_mu, std::defer_lock);
+  if (!db_lock.try_lock_for(m.options.resume_wait)) return false;
+  auto log = GetLogger("meta");
+  if (m.db) {
+    // The failed log file is closed with an error: expected, nothing to act on.
+    m.db->Close().PermitUncheckedError();
+    m.db.reset();
+  }
+  // A fresh log, with everything the old one acknowledged replayed.
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(m.db_options, m.dir, &raw);
+  if (!s.ok()) {
+    log->error("{}: {}; trying again at the next change", kReopenFailed, s.ToString());
+    return FromRocks(s);
+  }
+  m.db.reset(raw);
+  m.stopped->store(false, std::memory_order_release);
+  log->warn("the namespace store has room again and takes writes");
+  return true;
 }
 
 Status RocksKvStore::DoWrite(const WriteBatch& batch, bool sync) {
@@ -232,8 +325,12 @@ Status RocksKvStore::DoWrite(const WriteBatch& batch, bool sync) {
   // concurrent writers share it.
   rocksdb::WriteOptions wo;
   wo.sync = false;
-  GEOFS_RETURN_IF_ERROR(FromRocks(impl_->db->Write(wo, &rb)));
-  impl_->returned.fetch_add(1, std::memory_order_acq_rel);
+  {
+    DbLock lock = impl_->Share();
+    if (!impl_->db) return Status::Unavailable(kReopenFailed);
+    GEOFS_RETURN_IF_ERROR(FromRocks(impl_->db->Write(wo, &rb)));
+    impl_->returned.fetch_add(1, std::memory_order_acq_rel);
+  }
   return sync ? Sync() : Status::Ok();
 }
 
@@ -258,12 +355,16 @@ Status RocksKvStore::Sync() {
     rocksdb::WriteOptions wo;
     wo.sync = true;
     rocksdb::WriteBatch empty;
-    rocksdb::Status s = m.db->Write(wo, &empty);
+    rocksdb::Status s = rocksdb::Status::Aborted(kReopenFailed);
+    {
+      DbLock db_lock = m.Share();
+      if (m.db) s = m.db->Write(wo, &empty);
+    }
     lock.lock();
     m.syncing = false;
     if (s.ok()) m.synced = std::max(m.synced, covering);
     m.sync_cv.notify_all();
-    if (!s.ok()) return FromRocks(s);
+    if (!s.ok()) return s.IsAborted() ? Status::Unavailable(kReopenFailed) : FromRocks(s);
   }
   return Status::Ok();
 }

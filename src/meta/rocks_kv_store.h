@@ -20,10 +20,15 @@
 //  - Deletion-triggered compaction: removing most of a large directory
 //    leaves runs of tombstones that every later listing would step over; SST
 //    files dense in deletions are compacted early.
+//  - A failed write (a full disk) stops the store: reads go on, writes are
+//    refused (kNoSpace) until Resume finds room on the disk and reopens the
+//    DB, which starts a fresh log. RocksDB's own recovery is off: in 7.8 it
+//    could reuse the failed log file, and the next write would abort.
 //
 // Thread-safe. One process opens a directory at a time (RocksDB's LOCK).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -44,6 +49,12 @@ struct RocksKvStoreOptions {
   size_t write_buffer_bytes = size_t{64} << 20;
   // Flush and compaction threads.
   int background_jobs = 2;
+  // Once a failed write (a full disk) has stopped the store, Resume reopens
+  // it when the disk has this much room, trying at most once per
+  // `resume_interval` and waiting up to `resume_wait` for readers to finish.
+  uint64_t resume_min_free_bytes = uint64_t{16} << 20;
+  std::chrono::milliseconds resume_interval{1000};
+  std::chrono::milliseconds resume_wait{500};
 };
 
 class RocksKvStore : public KvStore {
@@ -60,6 +71,7 @@ class RocksKvStore : public KvStore {
   std::unique_ptr<KvIterator> NewIterator(std::string_view start, std::string_view limit) override;
   Status Sync() override;
   std::unique_ptr<KvReader> NewSnapshot() override;
+  Result<bool> Resume() override;
 
  protected:
   Status DoWrite(const WriteBatch& batch, bool sync) override;

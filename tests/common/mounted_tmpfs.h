@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -47,5 +48,16 @@ class MountedTmpfs {
   bool mounted_ = false;
   std::string error_;
 };
+
+// Writes `path` until its file system is full. False if it cannot be created.
+inline bool FillFileSystem(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return false;
+  const std::string block(64 << 10, 'x');
+  while (std::fwrite(block.data(), 1, block.size(), f) == block.size()) {
+  }
+  std::fclose(f);
+  return true;
+}
 
 }  // namespace geofs::testing

@@ -336,5 +336,61 @@ TEST(HubProcessFullDiskTest, ChunkWritesStopShortOfAFullDiskAndTheHubGoesOn) {
   ASSERT_TRUE((*hub)->Stop().ok()) << (*hub)->Log();
 }
 
+TEST(HubProcessFullDiskTest, TheNamespaceResumesOnceItsDiskHasRoomWithoutARestart) {
+  geofs::testing::MountedTmpfs fs("64m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << fs.error();
+  HubOptions options;
+  options.nfs = true;
+  options.data_dir = fs.path() + "/hub";
+  auto hub = HubProcess::Create(options);
+  ASSERT_TRUE(hub.ok()) << hub.status().ToString();
+  ASSERT_TRUE((*hub)->Start().ok()) << (*hub)->Log();
+  auto nfs = NfsClient::Mount((*hub)->NfsUrl());
+  ASSERT_TRUE(nfs.ok()) << nfs.status().ToString();
+  ASSERT_TRUE((*nfs)->WriteFile("/before.txt", "before", 0644, O_SYNC).ok());
+
+  // Something else fills the disk the namespace is on: the next change that
+  // needs room fails (NFS3ERR_NOSPC), acknowledged as nothing else.
+  const std::string ballast = fs.path() + "/ballast";
+  ASSERT_TRUE(geofs::testing::FillFileSystem(ballast));
+  nfs_context* ctx = (*nfs)->ctx();
+  int made = 0, rc = 0;
+  for (; made < 200; ++made) {
+    rc = nfs_mkdir(ctx, ("/d" + std::to_string(made)).c_str());
+    if (rc != 0) break;
+  }
+  ASSERT_NE(rc, 0) << "the namespace never ran out of room";
+  EXPECT_EQ(rc, -ENOSPC) << (*nfs)->Error();
+  EXPECT_EQ(*(*nfs)->ReadFile("/before.txt"), "before");  // reads go on
+  EXPECT_NE(nfs_mkdir(ctx, "/later"), 0);
+
+  // Room again: changes go through without a restart (the first may be
+  // asked to retry while the store reopens).
+  std::filesystem::remove(ballast);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((rc = nfs_mkdir(ctx, "/later")) != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(rc, 0) << (*nfs)->Error() << (*hub)->Log();
+  const std::string data = RandomBytes(kMiB, 60);
+  ASSERT_TRUE((*nfs)->WriteFile("/after.bin", data, 0644, O_SYNC).ok());
+  EXPECT_TRUE(*(*nfs)->ReadFile("/after.bin") == data);
+  EXPECT_NE((*hub)->Log().find("has room again"), std::string::npos) << (*hub)->Log();
+  ExpectFsckClean(**hub);
+
+  // Everything acknowledged, before and after, survives a restart.
+  nfs->reset();
+  ASSERT_TRUE((*hub)->Stop().ok()) << (*hub)->Log();
+  ASSERT_TRUE((*hub)->Start().ok()) << (*hub)->Log();
+  nfs = NfsClient::Mount((*hub)->NfsUrl());
+  ASSERT_TRUE(nfs.ok()) << nfs.status().ToString();
+  EXPECT_EQ(*(*nfs)->ReadFile("/before.txt"), "before");
+  EXPECT_TRUE(*(*nfs)->ReadFile("/after.bin") == data);
+  EXPECT_TRUE((*nfs)->Stat("/later").ok());
+  for (int i = 0; i < made; ++i) EXPECT_TRUE((*nfs)->Stat("/d" + std::to_string(i)).ok()) << i;
+  ExpectFsckClean(**hub);
+  ASSERT_TRUE((*hub)->Stop().ok()) << (*hub)->Log();
+}
+
 }  // namespace
 }  // namespace geofs::hub::testing

@@ -199,28 +199,22 @@ TEST(RocksKvStoreTest, OpenFailsCleanly) {
 }
 
 // Writes to `path` until the file system is full.
-void FillFileSystem(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  const std::string block(64 << 10, 'x');
-  while (std::fwrite(block.data(), 1, block.size(), f) == block.size()) {
-  }
-  std::fclose(f);
-}
-
-TEST(RocksKvStoreTest, AFullDiskRefusesWritesCleanlyUntilTheStoreIsReopened) {
+TEST(RocksKvStoreTest, AFullDiskStopsWritesCleanlyAndTheStoreResumesOnceThereIsRoom) {
   geofs::testing::MountedTmpfs fs("8m");
   if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << fs.error();
   const std::string db = fs.path() + "/db";
   RocksKvStoreOptions options;
   options.write_buffer_bytes = 256 << 10;  // flushes (table files) as well as log writes
+  options.resume_min_free_bytes = 1 << 20;
+  options.resume_interval = std::chrono::milliseconds(0);
   auto store = RocksKvStore::Open(db, options);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_FALSE(*(*store)->Resume());  // nothing to resume
   WriteBatch before;
   before.Put("before", "1");
   ASSERT_TRUE((*store)->Write(before).ok());
   const std::string ballast = fs.path() + "/ballast";
-  FillFileSystem(ballast);
+  ASSERT_TRUE(geofs::testing::FillFileSystem(ballast));
 
   // Synced writes from several threads until the disk refuses: each fails
   // with kNoSpace, none takes the process down.
@@ -246,9 +240,11 @@ TEST(RocksKvStoreTest, AFullDiskRefusesWritesCleanlyUntilTheStoreIsReopened) {
   for (auto& w : writers) w.join();
   ASSERT_TRUE(full) << "the file system never filled";
   EXPECT_EQ(*(*store)->Get("before"), std::optional<std::string>("1"));  // reads go on
+  EXPECT_FALSE(*(*store)->Resume());                                     // no room yet
 
   // Room again: the store still refuses writes, past the 5 s after which
-  // RocksDB's own recovery would have let the next write abort the process...
+  // RocksDB's own recovery would have let the next write abort the process,
+  // until it resumes; and it does not while a reader holds it.
   std::filesystem::remove(ballast);
   WriteBatch after;
   after.Put("after", "1");
@@ -256,17 +252,35 @@ TEST(RocksKvStoreTest, AFullDiskRefusesWritesCleanlyUntilTheStoreIsReopened) {
     ASSERT_EQ((*store)->Write(after).code(), StatusCode::kNoSpace);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  {
+    std::unique_ptr<KvReader> reader = (*store)->NewSnapshot();
+    EXPECT_FALSE(*(*store)->Resume());
+    EXPECT_EQ(*reader->Get("before"), std::optional<std::string>("1"));
+  }
+  auto resumed = (*store)->Resume();
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  ASSERT_TRUE(*resumed);
+  EXPECT_FALSE(*(*store)->Resume());  // once
 
-  // ...until it is opened again, with every acknowledged write.
-  store->reset();
-  store = RocksKvStore::Open(db, options);
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-  int found = 0;
-  auto it = (*store)->NewIterator("k", "l");
-  for (it->Seek(""); it->Valid(); it->Next()) ++found;
+  // Every acknowledged write is there, and writes go on.
+  auto count_k = [](KvStore& s) {
+    int found = 0;
+    auto it = s.NewIterator("k", "l");
+    for (it->Seek(""); it->Valid(); it->Next()) ++found;
+    EXPECT_TRUE(it->status().ok());
+    return found;
+  };
+  const int found = count_k(**store);
   EXPECT_GE(found, acknowledged.load());
   EXPECT_EQ(*(*store)->Get("before"), std::optional<std::string>("1"));
   ASSERT_TRUE((*store)->Write(after).ok());
+  EXPECT_EQ(*(*store)->Get("after"), std::optional<std::string>("1"));
+
+  // And all of it survives opening the store again.
+  store->reset();
+  store = RocksKvStore::Open(db, options);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ(count_k(**store), found);
   EXPECT_EQ(*(*store)->Get("after"), std::optional<std::string>("1"));
 }
 
