@@ -265,14 +265,17 @@ Status HubBackend::StoreChunks(std::span<const uint8_t> data, uint64_t data_offs
   refs.reserve(extents->size());
   for (const meta::Extent& e : *extents) refs.push_back({e.chunk, e.chunk_size});
   GEOFS_RETURN_IF_ERROR(ns_->RegisterChunks(refs));
-  std::vector<meta::StoredChunkSize> sizes(extents->size());
-  GEOFS_RETURN_IF_ERROR(ParallelFor(extents->size(), threads, [&](size_t i) {
+  std::vector<meta::StoredChunkSize> sizes(extents->size());  // 0 where not stored
+  const Status stored = ParallelFor(extents->size(), threads, [&](size_t i) {
     GEOFS_ASSIGN_OR_RETURN(chunk::PutChunkResult put, chunks_->Put(bytes_of((*extents)[i])));
     sizes[i] = {(*extents)[i].chunk, put.stored_size};
     return Status::Ok();
-  }));
-  // Durable with the commit that follows.
-  return ns_->RecordStoredSizes(sizes, /*sync=*/false);
+  });
+  // For Stats, including what was stored before a failure; durable with
+  // the commit that follows.
+  const Status recorded = ns_->RecordStoredSizes(sizes, /*sync=*/false);
+  GEOFS_RETURN_IF_ERROR(stored);
+  return recorded;
 }
 
 void HubBackend::BackgroundFlusher(std::stop_token stop) {

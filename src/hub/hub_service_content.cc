@@ -162,8 +162,8 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
       // (GcRunner).
       GEOFS_RETURN_IF_ERROR(
           Context(ns_->RegisterChunks(refs, /*sync=*/false), "registering chunks"));
-      std::vector<meta::StoredChunkSize> sizes(batch.size());
-      GEOFS_RETURN_IF_ERROR(ParallelFor(batch.size(), options_.put_parallelism, [&](size_t i) {
+      std::vector<meta::StoredChunkSize> sizes(batch.size());  // 0 where not stored
+      const Status stored = ParallelFor(batch.size(), options_.put_parallelism, [&](size_t i) {
         const Upload& u = batch[i];
         auto put = chunks_->PutEncoded(u.id, u.stored);
         if (!put.ok()) {
@@ -180,11 +180,13 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
           resp->set_raw_bytes_stored(resp->raw_bytes_stored() + put->raw_size);
         }
         return Status::Ok();
-      }));
-      // For Stats (the object store's bytes without listing it); durable
-      // with the commit, like the registration.
-      GEOFS_RETURN_IF_ERROR(
-          Context(ns_->RecordStoredSizes(sizes, /*sync=*/false), "recording stored sizes"));
+      });
+      // For Stats (the object store's bytes without listing it), including
+      // what was stored before a failure; durable with the commit, like the
+      // registration.
+      const Status recorded = ns_->RecordStoredSizes(sizes, /*sync=*/false);
+      GEOFS_RETURN_IF_ERROR(stored);
+      GEOFS_RETURN_IF_ERROR(Context(recorded, "recording stored sizes"));
       batch.clear();
       batch_bytes = 0;
       return Status::Ok();

@@ -624,6 +624,14 @@ TEST_F(HubServiceTest, UploadsThatDoNotMatchTheirIdStoreNothing) {
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(hub_.objects().object_count(), objects_before);
 
+  // A batch that fails on one chunk: what it stored all the same is counted.
+  const std::string good = RandomBytes(40000, 7);
+  r = PutChunks({{IdBytes(IdOf(good)), Encode(good)}, {IdBytes(IdOf(data)), Encode(other)}});
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::StatsResponse stats;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Stats, v1::StatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.stored_bytes(), hub_.StoredBytes());
+
   // A commit naming a chunk nobody registered or uploaded is refused.
   v1::Entry file = Create(root_, "f", v1::REGULAR);
   v1::CommitFileRequest commit;
