@@ -192,6 +192,7 @@ int Stats(const HubClient& hub, bool json, bool list_store) {
         {"write_leases", resp.write_leases()},
         {"invalidations_sent", resp.invalidations_sent()},
         {"orphan_sweep_due", resp.orphan_sweep_due()},
+        {"namespace_writes_stopped", resp.namespace_writes_stopped()},
     };
     if (resp.object_store_listed()) {
       j["listed_objects"] = resp.listed_objects();
@@ -206,6 +207,11 @@ int Stats(const HubClient& hub, bool json, bool list_store) {
               static_cast<unsigned long long>(resp.files()),
               static_cast<unsigned long long>(resp.symlinks()),
               static_cast<unsigned long long>(resp.specials()));
+  if (resp.namespace_writes_stopped()) {
+    std::printf(
+        "namespace:    REFUSING CHANGES after a failed write (is its disk full?); the first "
+        "change once there is room resumes it\n");
+  }
   std::printf("logical:      %s in files\n", HumanBytes(resp.logical_bytes()).c_str());
   std::printf("chunks:       %llu referenced, %s raw (dedup %s)\n",
               static_cast<unsigned long long>(resp.chunks()),

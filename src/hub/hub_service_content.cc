@@ -287,6 +287,7 @@ grpc::Status HubService::Stats(grpc::ServerContext* ctx, const v1::StatsRequest*
     resp->set_object_store(options_.object_store_description);
     GEOFS_ASSIGN_OR_RETURN(std::optional<WallTime> sweep, ns_->OrphanSweepDue());
     resp->set_orphan_sweep_due(sweep.has_value());
+    resp->set_namespace_writes_stopped(ns_->WritesStopped());
     if (options_.leases != nullptr) {
       const LeaseStats leases = options_.leases->Stats();
       resp->set_sessions(leases.sessions);

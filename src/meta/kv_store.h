@@ -107,6 +107,8 @@ class KvStore : public KvReader {
   // not stopped or cannot start yet (no room; call again later). Cheap when
   // the store has not stopped. Default: a store that never stops.
   virtual Result<bool> Resume() { return false; }
+  // True while the store refuses writes after a failed one (until Resume).
+  virtual bool Stopped() const { return false; }
 
  protected:
   virtual Status DoWrite(const WriteBatch& batch, bool sync) = 0;
@@ -128,6 +130,7 @@ class KvStoreWrapper : public KvStore {
   Status Sync() override { return target_->Sync(); }
   std::unique_ptr<KvReader> NewSnapshot() override { return target_->NewSnapshot(); }
   Result<bool> Resume() override { return target_->Resume(); }
+  bool Stopped() const override { return target_->Stopped(); }
 
   KvStore* target() const { return target_; }
 

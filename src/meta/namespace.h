@@ -254,6 +254,9 @@ class Namespace {
   };
   // Makes every change that returned before this call durable.
   Status Sync();
+  // True while the store refuses changes after a failed write (a full
+  // disk); the next change after room returns resumes it (KvStore::Resume).
+  bool WritesStopped() const { return store_->Stopped(); }
 
   // --- Whole-namespace views.
   Result<NamespaceStats> Stats();

@@ -313,6 +313,8 @@ Result<bool> RocksKvStore::Resume() {
   return true;
 }
 
+bool RocksKvStore::Stopped() const { return impl_->stopped->load(std::memory_order_acquire); }
+
 Status RocksKvStore::DoWrite(const WriteBatch& batch, bool sync) {
   rocksdb::WriteBatch rb;
   for (const WriteBatch::Op& op : batch.ops()) {

@@ -72,6 +72,7 @@ class RocksKvStore : public KvStore {
   Status Sync() override;
   std::unique_ptr<KvReader> NewSnapshot() override;
   Result<bool> Resume() override;
+  bool Stopped() const override;
 
  protected:
   Status DoWrite(const WriteBatch& batch, bool sync) override;

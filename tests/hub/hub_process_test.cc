@@ -363,6 +363,7 @@ TEST(HubProcessFullDiskTest, TheNamespaceResumesOnceItsDiskHasRoomWithoutARestar
   EXPECT_EQ(rc, -ENOSPC) << (*nfs)->Error();
   EXPECT_EQ(*(*nfs)->ReadFile("/before.txt"), "before");  // reads go on
   EXPECT_NE(nfs_mkdir(ctx, "/later"), 0);
+  EXPECT_EQ(Stats(**hub)["namespace_writes_stopped"], true);
 
   // Room again: changes go through without a restart (the first may be
   // asked to retry while the store reopens).
@@ -376,6 +377,7 @@ TEST(HubProcessFullDiskTest, TheNamespaceResumesOnceItsDiskHasRoomWithoutARestar
   ASSERT_TRUE((*nfs)->WriteFile("/after.bin", data, 0644, O_SYNC).ok());
   EXPECT_TRUE(*(*nfs)->ReadFile("/after.bin") == data);
   EXPECT_NE((*hub)->Log().find("has room again"), std::string::npos) << (*hub)->Log();
+  EXPECT_EQ(Stats(**hub)["namespace_writes_stopped"], false);
   ExpectFsckClean(**hub);
 
   // Everything acknowledged, before and after, survives a restart.

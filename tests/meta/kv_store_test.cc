@@ -209,6 +209,7 @@ TEST(RocksKvStoreTest, AFullDiskStopsWritesCleanlyAndTheStoreResumesOnceThereIsR
   options.resume_interval = std::chrono::milliseconds(0);
   auto store = RocksKvStore::Open(db, options);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_FALSE((*store)->Stopped());
   EXPECT_FALSE(*(*store)->Resume());  // nothing to resume
   WriteBatch before;
   before.Put("before", "1");
@@ -240,7 +241,8 @@ TEST(RocksKvStoreTest, AFullDiskStopsWritesCleanlyAndTheStoreResumesOnceThereIsR
   for (auto& w : writers) w.join();
   ASSERT_TRUE(full) << "the file system never filled";
   EXPECT_EQ(*(*store)->Get("before"), std::optional<std::string>("1"));  // reads go on
-  EXPECT_FALSE(*(*store)->Resume());                                     // no room yet
+  EXPECT_TRUE((*store)->Stopped());
+  EXPECT_FALSE(*(*store)->Resume());  // no room yet
 
   // Room again: the store still refuses writes, past the 5 s after which
   // RocksDB's own recovery would have let the next write abort the process,
@@ -260,6 +262,7 @@ TEST(RocksKvStoreTest, AFullDiskStopsWritesCleanlyAndTheStoreResumesOnceThereIsR
   auto resumed = (*store)->Resume();
   ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
   ASSERT_TRUE(*resumed);
+  EXPECT_FALSE((*store)->Stopped());
   EXPECT_FALSE(*(*store)->Resume());  // once
 
   // Every acknowledged write is there, and writes go on.
