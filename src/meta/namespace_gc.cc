@@ -22,6 +22,14 @@ WallTime Minus(WallTime t, std::chrono::nanoseconds d) {
   return {sec, static_cast<uint32_t>(nsec)};
 }
 
+// Counts a chunk record's stored size into (`in`) or out of the statistics:
+// its bytes, or the record among the unsized ones (stored_size 0).
+void CountStoredSize(NamespaceStats& stats, uint64_t stored_size, bool in) {
+  uint64_t& counter = stored_size == 0 ? stats.unsized_chunks : stats.stored_bytes;
+  const uint64_t amount = stored_size == 0 ? 1 : stored_size;
+  counter = in ? counter + amount : counter - amount;
+}
+
 Result<std::optional<ChunkInfo>> ReadChunk(KvReader& reader, const ChunkId& id) {
   GEOFS_ASSIGN_OR_RETURN(std::optional<std::string> value, reader.Get(schema::ChunkKey(id)));
   if (!value) return std::optional<ChunkInfo>();
@@ -62,7 +70,7 @@ Status Namespace::RegisterChunks(std::span<const ChunkRef> chunks, bool sync) {
       c.size = size;
       ++stats.unreferenced_chunks;
       stats.unreferenced_bytes += size;
-      ++stats.unsized_chunks;  // until RecordStoredSizes, once it is stored
+      CountStoredSize(stats, 0, /*in=*/true);  // until RecordStoredSizes, once stored
     }
     c.unreferenced_since = txn.now();
     txn.batch().Put(schema::ChunkKey(id), schema::EncodeChunk(c));
@@ -83,12 +91,8 @@ Status Namespace::RecordStoredSizes(std::span<const StoredChunkSize> sizes, bool
     GEOFS_ASSIGN_OR_RETURN(std::optional<ChunkInfo> c, ReadChunk(*store_, id));
     // Unknown: collected meanwhile, its object is gone too.
     if (!c || c->stored_size == stored_size) continue;
-    if (c->stored_size == 0) {
-      --stats.unsized_chunks;
-    } else {
-      stats.stored_bytes -= c->stored_size;
-    }
-    stats.stored_bytes += stored_size;
+    CountStoredSize(stats, c->stored_size, /*in=*/false);
+    CountStoredSize(stats, stored_size, /*in=*/true);
     c->stored_size = stored_size;
     txn.batch().Put(schema::ChunkKey(id), schema::EncodeChunk(*c));
   }
@@ -148,11 +152,7 @@ Status Namespace::ForgetChunk(const ChunkId& id) {
   NamespaceStats& stats = txn.stats();
   --stats.unreferenced_chunks;
   stats.unreferenced_bytes -= c->size;
-  if (c->stored_size == 0) {
-    --stats.unsized_chunks;
-  } else {
-    stats.stored_bytes -= c->stored_size;
-  }
+  CountStoredSize(stats, c->stored_size, /*in=*/false);
   return Commit(txn, lock);
 }
 
@@ -179,11 +179,7 @@ Result<bool> Namespace::CollectOrphan(const ChunkId& id, uint64_t stored_size, W
     NamespaceStats& stats = txn.stats();
     ++stats.unreferenced_chunks;
     stats.unreferenced_bytes += c.size;
-    if (stored_size == 0) {
-      ++stats.unsized_chunks;
-    } else {
-      stats.stored_bytes += stored_size;
-    }
+    CountStoredSize(stats, stored_size, /*in=*/true);
     GEOFS_RETURN_IF_ERROR(Commit(txn, lock));
   }
   GEOFS_RETURN_IF_ERROR(delete_fn(id));
