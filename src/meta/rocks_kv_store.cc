@@ -357,16 +357,16 @@ Status RocksKvStore::Sync() {
     rocksdb::WriteOptions wo;
     wo.sync = true;
     rocksdb::WriteBatch empty;
-    rocksdb::Status s = rocksdb::Status::Aborted(kReopenFailed);
+    Status synced = Status::Unavailable(kReopenFailed);
     {
       DbLock db_lock = m.Share();
-      if (m.db) s = m.db->Write(wo, &empty);
+      if (m.db) synced = FromRocks(m.db->Write(wo, &empty));
     }
     lock.lock();
     m.syncing = false;
-    if (s.ok()) m.synced = std::max(m.synced, covering);
+    if (synced.ok()) m.synced = std::max(m.synced, covering);
     m.sync_cv.notify_all();
-    if (!s.ok()) return s.IsAborted() ? Status::Unavailable(kReopenFailed) : FromRocks(s);
+    GEOFS_RETURN_IF_ERROR(synced);
   }
   return Status::Ok();
 }
