@@ -65,13 +65,12 @@ class Encoder {
 // end, every later read yields zero and ok() is false.
 class Decoder {
  public:
-  Decoder(std::string_view in, uint8_t format) : in_(in) {
-    if (U8() != format) ok_ = false;
+  Decoder(std::string_view in, uint8_t format) : Decoder(in, format, format) {}
+  // A record in any format from `oldest` to `newest`; format() tells which.
+  Decoder(std::string_view in, uint8_t oldest, uint8_t newest) : in_(in), format_(U8()) {
+    if (format_ < oldest || format_ > newest) ok_ = false;
   }
-  // The format byte of a record; 0 if it has none.
-  static uint8_t FormatOf(std::string_view in) {
-    return in.empty() ? 0 : static_cast<uint8_t>(in[0]);
-  }
+  uint8_t format() const { return format_; }
   uint8_t U8() { return static_cast<uint8_t>(Fixed(1)); }
   uint32_t U32() { return static_cast<uint32_t>(Fixed(4)); }
   uint64_t U64() { return Fixed(8); }
@@ -112,6 +111,7 @@ class Decoder {
   }
   std::string_view in_;
   bool ok_ = true;
+  uint8_t format_;
 };
 
 bool ValidType(uint8_t t) {
@@ -350,8 +350,8 @@ std::string EncodeChunk(const ChunkInfo& c) {
 }
 
 Result<ChunkInfo> DecodeChunk(const ChunkId& id, std::string_view value) {
-  const bool v1 = Decoder::FormatOf(value) == kRecordV1;
-  Decoder d(value, v1 ? kRecordV1 : kRecordV2);
+  Decoder d(value, kRecordV1, kRecordV2);
+  const bool v1 = d.format() == kRecordV1;
   ChunkInfo c;
   c.id = id;
   c.refs = d.U64();
@@ -384,8 +384,8 @@ std::string EncodeStats(const NamespaceStats& s) {
 }
 
 Result<NamespaceStats> DecodeStats(std::string_view value) {
-  const bool v1 = Decoder::FormatOf(value) == kRecordV1;
-  Decoder d(value, v1 ? kRecordV1 : kRecordV2);
+  Decoder d(value, kRecordV1, kRecordV2);
+  const bool v1 = d.format() == kRecordV1;
   NamespaceStats s;
   s.inodes = d.U64();
   s.directories = d.U64();
