@@ -265,6 +265,17 @@ grpc::ServerUnaryReactor* HubService::ApplyChanges(grpc::CallbackServerContext* 
   return reactor;
 }
 
+grpc::Status HubService::ReserveInodes(grpc::ServerContext* ctx,
+                                       const v1::ReserveInodesRequest* req,
+                                       v1::ReserveInodesResponse* resp) {
+  return Run(ctx, [&]() -> Status {
+    GEOFS_ASSIGN_OR_RETURN(meta::Namespace::InodeReservation r, ns_->ReserveInodes(req->count()));
+    resp->set_first(r.first);
+    resp->mutable_generations()->Add(r.generations.begin(), r.generations.end());
+    return Status::Ok();
+  });
+}
+
 grpc::Status HubService::GetAttr(grpc::ServerContext* ctx, const v1::GetAttrRequest* req,
                                  v1::GetAttrResponse* resp) {
   return RunLeased(ctx, {req->ref().ino()}, [&]() -> Result<Inos> {
@@ -401,6 +412,9 @@ Status HubService::ApplyCreate(uint64_t origin, const v1::CreateRequest* req,
   GEOFS_ASSIGN_OR_RETURN(vfs::SetAttrs attrs, FromProto(req->attrs()));
   const vfs::Handle dir = HandleOf(req->dir());
   const std::string what = "creating " + Quote(req->name()) + " in " + RefText(req->dir());
+  if (req->reserved_ino() != 0 && type != vfs::FileType::kRegular) {
+    return Status::InvalidArgument(what + ": only regular files are created as reserved inodes");
+  }
   Result<vfs::CreateReply> reply = Status::Internal("unreachable");
   switch (type) {
     case vfs::FileType::kRegular: {
@@ -416,7 +430,10 @@ Status HubService::ApplyCreate(uint64_t origin, const v1::CreateRequest* req,
         }
         std::copy(req->verifier().begin(), req->verifier().end(), create.verifier.begin());
       }
-      reply = gate_.Create(origin, cred, dir, req->name(), create, no_wait);
+      reply = req->reserved_ino() != 0
+                  ? gate_.CreateReserved(origin, cred, dir, req->name(), create,
+                                         req->reserved_ino(), no_wait)
+                  : gate_.Create(origin, cred, dir, req->name(), create, no_wait);
       break;
     }
     case vfs::FileType::kDirectory:

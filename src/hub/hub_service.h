@@ -104,6 +104,9 @@ class HubService final : public HubServiceBase {
                                          const v1::ApplyChangesRequest* req,
                                          v1::ApplyChangesResponse* resp) override;
 
+  grpc::Status ReserveInodes(grpc::ServerContext* ctx, const v1::ReserveInodesRequest* req,
+                             v1::ReserveInodesResponse* resp) override;
+
   grpc::Status GetAttr(grpc::ServerContext* ctx, const v1::GetAttrRequest* req,
                        v1::GetAttrResponse* resp) override;
   grpc::Status Lookup(grpc::ServerContext* ctx, const v1::LookupRequest* req,

@@ -32,6 +32,7 @@ class Checker {
     GEOFS_RETURN_IF_ERROR(Scan(schema::kExtentTag, [this](auto k, auto v) { ExtentRec(k, v); }));
     GEOFS_RETURN_IF_ERROR(Scan(schema::kChunkTag, [this](auto k, auto v) { Chunk(k, v); }));
     GEOFS_RETURN_IF_ERROR(Scan(schema::kGcTag, [this](auto k, auto v) { Gc(k, v); }));
+    GEOFS_RETURN_IF_ERROR(Scan(schema::kReservedTag, [this](auto k, auto v) { Reserved(k, v); }));
     CheckLinkCounts();
     CheckUncountedChunks();
     CheckStats();
@@ -107,9 +108,10 @@ class Checker {
 
   // Keys outside every known family.
   Status CheckUnknownKeys() {
+    // In key order.
     const std::string tags = {schema::kCookieTag, schema::kDirentTag, schema::kGcTag,
-                              schema::kInodeTag,  schema::kMetaTag,   schema::kChunkTag,
-                              schema::kExtentTag};
+                              schema::kInodeTag,  schema::kMetaTag,   schema::kReservedTag,
+                              schema::kChunkTag,  schema::kExtentTag};
     std::string gap_start;
     for (size_t i = 0; i <= tags.size(); ++i) {
       const std::string gap_end = i < tags.size() ? schema::TagStart(tags[i]) : "";
@@ -276,6 +278,27 @@ class Checker {
     if (c->unreferenced_since != since) Problem(where + " has another time than the chunk");
   }
 
+  // A run of reserved numbers lies below the counter, holds no inode (a
+  // create takes its number out of the run), and overlaps no other run.
+  void Reserved(std::string_view key, std::string_view value) {
+    uint64_t end;
+    if (!schema::ParseReservedKey(key, &end))
+      return Problem("malformed reservation key " + Hex(key));
+    const std::string where = "reserved inode numbers ending at " + std::to_string(end);
+    Result<uint64_t> start = schema::DecodeReservedStart(end, value);
+    if (!start.ok()) return Problem(where + ": " + start.status().ToString());
+    if (end > ino_limit_) Problem(where + " run past the allocated numbers");
+    if (*start < last_reserved_end_) Problem(where + " overlap the run before");
+    last_reserved_end_ = end;
+    std::unique_ptr<KvIterator> it =
+        snap_.NewIterator(schema::InodeKey(*start), schema::InodeKey(end));
+    it->Seek("");
+    uint64_t ino;
+    if (it->Valid() && schema::ParseInodeKey(it->key(), &ino)) {
+      Problem(where + " include existing inode " + std::to_string(ino));
+    }
+  }
+
   void CheckLinkCounts() {
     for (const auto& [ino, f] : inodes_) {
       const std::string name = "inode " + std::to_string(ino);
@@ -338,6 +361,7 @@ class Checker {
   KvReader& snap_;
   const std::function<uint64_t(uint64_t)> generation_of_;
   uint64_t ino_limit_ = 0;
+  uint64_t last_reserved_end_ = 0;
   NamespaceStats stored_stats_;
   NamespaceStats computed_;
   std::unordered_map<uint64_t, InodeFacts> inodes_;

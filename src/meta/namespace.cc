@@ -198,9 +198,9 @@ Namespace::UnsyncedScope::~UnsyncedScope() { t_unsynced = previous_; }
 Status Namespace::Sync() { return store_->Sync(); }
 
 Namespace::InodeRecord* Namespace::NewInode(Txn& txn, vfs::FileType type, uint32_t mode,
-                                            uint32_t uid, uint32_t gid) {
+                                            uint32_t uid, uint32_t gid, uint64_t ino) {
   InodeRecord r;
-  r.ino = next_ino_++;
+  r.ino = ino != 0 ? ino : next_ino_++;
   r.type = type;
   r.mode = mode & vfs::kModeMask;
   r.uid = uid;

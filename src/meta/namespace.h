@@ -134,6 +134,26 @@ class Namespace {
   // attributes or contents are first set.
   Result<vfs::CreateReply> Create(const vfs::Credentials& cred, const vfs::Handle& dir,
                                   std::string_view name, const vfs::CreateRequest& req);
+
+  // --- Inode numbers for a client that answers creates before the hub has
+  // them (a spoke's write-behind, docs/coherence.md): it hands out handles
+  // from a reservation at once, and creates each file here later.
+  struct InodeReservation {
+    uint64_t first = 0;                 // numbers first .. first + size - 1
+    std::vector<uint64_t> generations;  // of each number, in order
+  };
+  static constexpr uint32_t kMaxReservation = 65536;
+  // Sets `count` (1..kMaxReservation) numbers aside, durably: no other
+  // create ever takes them.
+  Result<InodeReservation> ReserveInodes(uint32_t count);
+  // Create of a regular file (UNCHECKED or GUARDED) as inode `ino`, a
+  // reserved number no create has used yet (kInvalidArgument otherwise);
+  // the number is used up in the same batch. If `name` already names `ino`
+  // (a replay of a create that succeeded) it returns the file as it is;
+  // if it names another object, kAlreadyExists.
+  Result<vfs::CreateReply> CreateReserved(const vfs::Credentials& cred, const vfs::Handle& dir,
+                                          std::string_view name, const vfs::CreateRequest& req,
+                                          uint64_t ino);
   Result<vfs::CreateReply> Mkdir(const vfs::Credentials& cred, const vfs::Handle& dir,
                                  std::string_view name, const vfs::SetAttrs& attrs);
   Result<vfs::CreateReply> Symlink(const vfs::Credentials& cred, const vfs::Handle& dir,
@@ -281,14 +301,22 @@ class Namespace {
   // until the write is durable unless `sync` is false (then a later synced
   // change makes it durable). REQUIRES: `lock` holds write_mu_.
   Status Commit(Txn& txn, std::unique_lock<std::mutex>& lock, bool sync = true);
-  // A new, unlinked inode with a fresh number, staged in `txn`.
-  // REQUIRES: write_mu_ held.
-  InodeRecord* NewInode(Txn& txn, vfs::FileType type, uint32_t mode, uint32_t uid, uint32_t gid);
-  // Creates and links `name` in `dir`, owned by the caller, with `attrs`.
+  // A new, unlinked inode staged in `txn`: number `ino`, or with `ino` 0
+  // the next one from the counter. REQUIRES: write_mu_ held.
+  InodeRecord* NewInode(Txn& txn, vfs::FileType type, uint32_t mode, uint32_t uid, uint32_t gid,
+                        uint64_t ino = 0);
+  // Takes reserved number `ino` out of its run of unused ones.
+  Status UseReservedIno(Txn& txn, uint64_t ino);
+  // Create, and CreateReserved when `reserved_ino` is not 0.
+  Result<vfs::CreateReply> CreateAs(const vfs::Credentials& cred, const vfs::Handle& dir,
+                                    std::string_view name, const vfs::CreateRequest& req,
+                                    uint64_t reserved_ino);
+  // Creates and links `name` in `dir`, owned by the caller, with `attrs`,
+  // as inode `ino` (0: a fresh number).
   // REQUIRES: write_mu_ held, CheckDirWrite passed and `name` is free.
   Result<InodeRecord*> MakeChild(Txn& txn, const vfs::Credentials& cred, InodeRecord* dir,
                                  std::string_view name, vfs::FileType type,
-                                 const vfs::SetAttrs& attrs);
+                                 const vfs::SetAttrs& attrs, uint64_t ino = 0);
   // Creates `name` in `dir`, initialised by `init`, for the create family.
   Result<vfs::CreateReply> CreateNode(const vfs::Credentials& cred, const vfs::Handle& dir,
                                       std::string_view name, vfs::FileType type,

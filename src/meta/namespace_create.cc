@@ -8,8 +8,8 @@ namespace geofs::meta {
 
 Result<Namespace::InodeRecord*> Namespace::MakeChild(Txn& txn, const vfs::Credentials& cred,
                                                      InodeRecord* dir, std::string_view name,
-                                                     vfs::FileType type,
-                                                     const vfs::SetAttrs& attrs) {
+                                                     vfs::FileType type, const vfs::SetAttrs& attrs,
+                                                     uint64_t ino) {
   const vfs::NewOwnership own =
       vfs::NewObjectOwnership(dir->ToAttr(), cred, type, attrs.mode.value_or(0));
   vfs::SetAttrs rest = attrs;
@@ -21,7 +21,7 @@ Result<Namespace::InodeRecord*> Namespace::MakeChild(Txn& txn, const vfs::Creden
   proto.uid = own.uid;
   proto.gid = own.gid;
   GEOFS_RETURN_IF_ERROR(vfs::CheckSetAttr(proto, rest, cred));
-  InodeRecord* n = NewInode(txn, type, own.mode, own.uid, own.gid);
+  InodeRecord* n = NewInode(txn, type, own.mode, own.uid, own.gid, ino);
   txn.LinkEntry(dir, name, n);
   GEOFS_RETURN_IF_ERROR(ApplySetAttrs(txn, n, rest, cred));
   dir->mtime = dir->ctime = txn.now();
@@ -53,6 +53,24 @@ Result<vfs::CreateReply> Namespace::CreateNode(const vfs::Credentials& cred,
 Result<vfs::CreateReply> Namespace::Create(const vfs::Credentials& cred,
                                            const vfs::Handle& dir_handle, std::string_view name,
                                            const vfs::CreateRequest& req) {
+  return CreateAs(cred, dir_handle, name, req, /*reserved_ino=*/0);
+}
+
+Result<vfs::CreateReply> Namespace::CreateReserved(const vfs::Credentials& cred,
+                                                   const vfs::Handle& dir_handle,
+                                                   std::string_view name,
+                                                   const vfs::CreateRequest& req, uint64_t ino) {
+  if (ino == 0) return Status::InvalidArgument("inode number 0 is never reserved");
+  if (req.mode == vfs::CreateMode::kExclusive) {
+    // The reserved number already makes a replay recognisable.
+    return Status::InvalidArgument("an exclusive create cannot use a reserved inode number");
+  }
+  return CreateAs(cred, dir_handle, name, req, ino);
+}
+
+Result<vfs::CreateReply> Namespace::CreateAs(const vfs::Credentials& cred,
+                                             const vfs::Handle& dir_handle, std::string_view name,
+                                             const vfs::CreateRequest& req, uint64_t reserved_ino) {
   GEOFS_RETURN_IF_ERROR(vfs::ValidateName(name));
   std::unique_lock lock(write_mu_);
   Txn txn(store_, Now(), stats_);
@@ -63,24 +81,78 @@ Result<vfs::CreateReply> Namespace::Create(const vfs::Credentials& cred,
   GEOFS_ASSIGN_OR_RETURN(std::optional<schema::DirentValue> existing,
                          txn.FindEntry(dir->ino, name));
   InodeRecord* file;
-  if (existing) {
+  if (existing && reserved_ino != 0) {
+    if (existing->child != reserved_ino) {
+      return Status::AlreadyExists("the name is taken by inode " + std::to_string(existing->child) +
+                                   ", not reserved inode " + std::to_string(reserved_ino));
+    }
+    // A replay: the create went through before.
+    GEOFS_ASSIGN_OR_RETURN(file, txn.Inode(existing->child));
+  } else if (existing) {
     GEOFS_ASSIGN_OR_RETURN(file, txn.Inode(existing->child));
     GEOFS_RETURN_IF_ERROR(OpenExisting(txn, cred, file, req));
   } else {
     GEOFS_RETURN_IF_ERROR(vfs::CheckDirWrite(dir->ToAttr(), cred));
+    if (reserved_ino != 0) GEOFS_RETURN_IF_ERROR(UseReservedIno(txn, reserved_ino));
     if (req.mode == vfs::CreateMode::kExclusive) {
       GEOFS_ASSIGN_OR_RETURN(
           file, MakeChild(txn, cred, dir, name, vfs::FileType::kRegular, vfs::SetAttrs{}));
       file->verifier = req.verifier;
     } else {
-      GEOFS_ASSIGN_OR_RETURN(file,
-                             MakeChild(txn, cred, dir, name, vfs::FileType::kRegular, req.attrs));
+      GEOFS_ASSIGN_OR_RETURN(
+          file, MakeChild(txn, cred, dir, name, vfs::FileType::kRegular, req.attrs, reserved_ino));
     }
   }
   reply.object = EntryOf(*file);
   reply.dir_wcc.after = dir->ToAttr();
   GEOFS_RETURN_IF_ERROR(Commit(txn, lock));
   return reply;
+}
+
+Result<Namespace::InodeReservation> Namespace::ReserveInodes(uint32_t count) {
+  if (count == 0 || count > kMaxReservation) {
+    return Status::InvalidArgument("a reservation of " + std::to_string(count) +
+                                   " inode numbers (1.." + std::to_string(kMaxReservation) + ")");
+  }
+  std::unique_lock lock(write_mu_);
+  Txn txn(store_, Now(), stats_);
+  InodeReservation r;
+  r.first = next_ino_;
+  const uint64_t end = r.first + count;
+  txn.batch().Put(schema::ReservedKey(end), schema::EncodeReservedStart(r.first));
+  // Commit writes the raised counter limit in the same batch.
+  next_ino_ = end;
+  r.generations.reserve(count);
+  for (uint64_t ino = r.first; ino < end; ++ino) r.generations.push_back(GenerationOf(ino));
+  if (Status s = Commit(txn, lock); !s.ok()) return s;
+  return r;
+}
+
+Status Namespace::UseReservedIno(Txn& txn, uint64_t ino) {
+  const auto refused = [ino] {
+    return Status::InvalidArgument("inode " + std::to_string(ino) +
+                                   " is not a reserved number that is still unused");
+  };
+  if (ino == UINT64_MAX) return refused();
+  std::unique_ptr<KvIterator> it = txn.store()->NewIterator(schema::ReservedKey(ino + 1),
+                                                            schema::TagLimit(schema::kReservedTag));
+  it->Seek(schema::ReservedKey(ino + 1));
+  if (!it->Valid()) {
+    GEOFS_RETURN_IF_ERROR(it->status());
+    return refused();
+  }
+  uint64_t end = 0;
+  if (!schema::ParseReservedKey(it->key(), &end)) return Status::Corruption("bad reservation key");
+  GEOFS_ASSIGN_OR_RETURN(uint64_t start, schema::DecodeReservedStart(end, it->value()));
+  if (ino < start) return refused();
+  // The run splits around `ino`: [start, ino) and [ino + 1, end).
+  if (start < ino) txn.batch().Put(schema::ReservedKey(ino), schema::EncodeReservedStart(start));
+  if (ino + 1 < end) {
+    txn.batch().Put(schema::ReservedKey(end), schema::EncodeReservedStart(ino + 1));
+  } else {
+    txn.batch().Delete(schema::ReservedKey(end));
+  }
+  return Status::Ok();
 }
 
 Status Namespace::OpenExisting(Txn& txn, const vfs::Credentials& cred, InodeRecord* file,

@@ -188,6 +188,24 @@ bool ParseExtentKey(std::string_view key, uint64_t* ino, uint64_t* end) {
   return true;
 }
 
+std::string ReservedKey(uint64_t end) { return TagAnd64(kReservedTag, end); }
+
+bool ParseReservedKey(std::string_view key, uint64_t* end) {
+  if (key.size() != 9 || key[0] != kReservedTag) return false;
+  *end = ReadBigEndian(key.substr(1), 8);
+  return true;
+}
+
+std::string EncodeReservedStart(uint64_t start) { return Encoder(kRecordV1).U64(start).Take(); }
+
+Result<uint64_t> DecodeReservedStart(uint64_t end, std::string_view value) {
+  Decoder d(value, kRecordV1);
+  const uint64_t start = d.U64();
+  GEOFS_RETURN_IF_ERROR(d.Finish("reserved inode numbers"));
+  if (start >= end) return Status::Corruption("reserved inode numbers end before they start");
+  return start;
+}
+
 std::string ChunkKey(const ChunkId& id) {
   std::string key(1, kChunkTag);
   key.append(IdBytes(id));

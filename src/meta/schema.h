@@ -13,6 +13,7 @@
 //   X<ino:8><end:8>          extent of a regular file, keyed by its end offset
 //   R<chunk id:32>           chunk record: refcount, size, GC state
 //   G<since:12><chunk id:32> GC index: chunks with refcount 0, by age
+//   N<end:8>                 inode numbers reserved and still unused: [start, end)
 //
 // Internal to src/meta (and its tests, which use it to plant bad records).
 #pragma once
@@ -37,6 +38,7 @@ inline constexpr char kCookieTag = 'C';
 inline constexpr char kExtentTag = 'X';
 inline constexpr char kChunkTag = 'R';
 inline constexpr char kGcTag = 'G';
+inline constexpr char kReservedTag = 'N';
 
 inline constexpr uint32_t kFormatVersion = 1;
 inline constexpr uint64_t kRootIno = 1;
@@ -80,6 +82,14 @@ bool ParseChunkKey(std::string_view key, ChunkId* id);
 std::string GcKey(WallTime since, const ChunkId& id);
 std::string GcLimit(WallTime before);
 bool ParseGcKey(std::string_view key, WallTime* since, ChunkId* id);
+
+// A run of reserved inode numbers is keyed by its end, so that the run
+// holding a number is the first one a seek to ReservedKey(number + 1) finds.
+std::string ReservedKey(uint64_t end);
+bool ParseReservedKey(std::string_view key, uint64_t* end);
+// The value holds the run's start.
+std::string EncodeReservedStart(uint64_t start);
+Result<uint64_t> DecodeReservedStart(uint64_t end, std::string_view value);
 
 struct InodeRecord {
   uint64_t ino = 0;  // from the key; not stored in the value

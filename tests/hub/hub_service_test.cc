@@ -877,6 +877,68 @@ TEST_F(HubServiceTest, ApplyChangesAnswersEachChangeInOrder) {
   EXPECT_FALSE(Exists(hub_.ns(), dir.ref(), "bad"));
 }
 
+// A spoke reserves inode numbers, answers its creates with them, and sends
+// the creates later in a batch: each makes the file it promised, once.
+TEST_F(HubServiceTest, CreatesUseReservedInodeNumbersOnce) {
+  const v1::Entry dir = Create(root_, "d", v1::DIRECTORY);
+  v1::ReserveInodesRequest too_many;
+  too_many.set_count(1'000'000);
+  v1::ReserveInodesResponse reserved;
+  auto refused = Call(&v1::Hub::Stub::ReserveInodes, too_many, &reserved);
+  EXPECT_EQ(refused.geofs_code, "invalid_argument") << refused.status.error_message();
+  v1::ReserveInodesRequest want;
+  want.set_count(3);
+  auto r = Call(&v1::Hub::Stub::ReserveInodes, want, &reserved);
+  ASSERT_TRUE(r.ok()) << r.status.error_message();
+  ASSERT_EQ(reserved.generations_size(), 3);
+
+  auto reserved_create = [&](const std::string& name, int i, v1::FileType type = v1::REGULAR) {
+    v1::Change change = CreateChange(dir.ref(), name, type);
+    change.mutable_create()->set_reserved_ino(reserved.first() + i);
+    return change;
+  };
+  v1::ApplyChangesRequest batch;
+  *batch.add_changes() = reserved_create("a", 1);
+  *batch.add_changes() = reserved_create("a", 1);  // a replay
+  *batch.add_changes() = reserved_create("b", 1);  // the number is used
+  *batch.add_changes() = reserved_create("sub", 0, v1::DIRECTORY);
+  *batch.add_changes() = reserved_create("c", 0);
+  v1::ApplyChangesResponse resp;
+  r = Call(&v1::Hub::Stub::ApplyChanges, batch, &resp);
+  ASSERT_TRUE(r.ok()) << r.status.error_message();
+  ASSERT_EQ(resp.results_size(), 5);
+  for (int i : {0, 1}) {
+    const v1::ChangeResult& made = resp.results(i);
+    ASSERT_TRUE(made.code().empty()) << made.message();
+    EXPECT_EQ(made.create().object().ref().ino(), reserved.first() + 1);
+    EXPECT_EQ(made.create().object().ref().gen(), reserved.generations(1));
+  }
+  EXPECT_EQ(resp.results(2).code(), "invalid_argument");
+  EXPECT_NE(resp.results(2).message().find("not a reserved number"), std::string::npos)
+      << resp.results(2).message();
+  EXPECT_EQ(resp.results(3).code(), "invalid_argument");
+  EXPECT_NE(resp.results(3).message().find("only regular files"), std::string::npos)
+      << resp.results(3).message();
+  ASSERT_TRUE(resp.results(4).code().empty()) << resp.results(4).message();
+  EXPECT_EQ(resp.results(4).create().object().ref().ino(), reserved.first());
+  EXPECT_TRUE(Exists(hub_.ns(), dir.ref(), "a"));
+  EXPECT_FALSE(Exists(hub_.ns(), dir.ref(), "b"));
+  EXPECT_FALSE(Exists(hub_.ns(), dir.ref(), "sub"));
+
+  // The file answers to the handle the spoke built from the reservation.
+  v1::GetAttrRequest get;
+  get.mutable_ref()->set_ino(reserved.first() + 1);
+  get.mutable_ref()->set_gen(reserved.generations(1));
+  v1::GetAttrResponse attr;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::GetAttr, get, &attr).ok());
+  EXPECT_EQ(attr.attr().type(), v1::REGULAR);
+  // Ordinary creates never take reserved numbers.
+  EXPECT_GE(Create(dir.ref(), "plain", v1::REGULAR).ref().ino(), reserved.first() + 3);
+  v1::FsckResponse fsck;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Fsck, v1::FsckRequest{}, &fsck).ok());
+  EXPECT_EQ(fsck.problems_size(), 0) << fsck.problems(0);
+}
+
 TEST_F(HubServiceTest, ApplyChangesRefusesOversizedBatchesWhole) {
   v1::ApplyChangesRequest req;
   for (int i = 0; i <= kMaxChangesPerBatch; ++i) {

@@ -362,6 +362,94 @@ TYPED_TEST(NamespaceTest, CreateModes) {
   this->ExpectClean();
 }
 
+// A spoke answers creates from a reservation before the hub has them; each
+// reserved number makes one file, once, even across restarts and replays.
+TYPED_TEST(NamespaceTest, ReservedInodeNumbersMakeOneFileEach) {
+  const auto cred = this->Root();
+  EXPECT_EQ(CodeOf(this->ns_->ReserveInodes(0)), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf(this->ns_->ReserveInodes(Namespace::kMaxReservation + 1)),
+            StatusCode::kInvalidArgument);
+  auto reserved = this->ns_->ReserveInodes(4);
+  ASSERT_TRUE(reserved.ok()) << reserved.status().ToString();
+  ASSERT_EQ(reserved->generations.size(), 4u);
+  const uint64_t first = reserved->first;
+  auto handle_of = [&](uint64_t i) {
+    return Namespace::MakeHandle(first + i, reserved->generations[i]);
+  };
+  // Ordinary creates never take a reserved number.
+  const vfs::Entry plain = this->Create(this->root_, "plain");
+  EXPECT_GE(InoOf(plain.handle), first + 4);
+
+  vfs::CreateRequest req;
+  req.mode = vfs::CreateMode::kGuarded;
+  req.attrs.mode = 0600;
+  auto made = this->ns_->CreateReserved(cred, this->root_, "a", req, first + 2);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  EXPECT_EQ(made->object.handle, handle_of(2));
+  EXPECT_EQ(made->object.attr.mode, 0600u);
+  auto looked = this->ns_->Lookup(cred, this->root_, "a");
+  ASSERT_TRUE(looked.ok());
+  EXPECT_EQ(looked->object.handle, handle_of(2));
+  // A replay (even GUARDED) answers the file as it is.
+  auto replay = this->ns_->CreateReserved(cred, this->root_, "a", req, first + 2);
+  ASSERT_TRUE(replay.ok()) << replay.status().ToString();
+  EXPECT_EQ(replay->object.handle, handle_of(2));
+  // A used number makes no second file; a taken name is not opened as another number.
+  EXPECT_EQ(CodeOf(this->ns_->CreateReserved(cred, this->root_, "b", req, first + 2)),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf(this->ns_->CreateReserved(cred, this->root_, "a", req, first + 1)),
+            StatusCode::kAlreadyExists);
+  EXPECT_EQ(CodeOf(this->ns_->CreateReserved(cred, this->root_, "plain", req, first + 1)),
+            StatusCode::kAlreadyExists);
+  // Numbers never reserved: one in use, one never handed out.
+  EXPECT_EQ(CodeOf(this->ns_->CreateReserved(cred, this->root_, "c", req, InoOf(plain.handle))),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf(this->ns_->CreateReserved(cred, this->root_, "c", req, first + 1'000'000)),
+            StatusCode::kInvalidArgument);
+  vfs::CreateRequest exclusive;
+  exclusive.mode = vfs::CreateMode::kExclusive;
+  EXPECT_EQ(CodeOf(this->ns_->CreateReserved(cred, this->root_, "c", exclusive, first)),
+            StatusCode::kInvalidArgument);
+  // Permissions are checked as for any create.
+  const vfs::Entry locked = this->Mkdir(this->root_, "locked", 0755);
+  EXPECT_EQ(CodeOf(this->ns_->CreateReserved(this->User(), locked.handle, "c", req, first)),
+            StatusCode::kAccessDenied);
+  this->ExpectClean();
+
+  // The rest of the reservation survives a restart, in any order.
+  this->Restart();
+  EXPECT_GE(InoOf(this->Create(this->root_, "after-restart").handle), first + 4);
+  for (uint64_t i : {3, 0, 1}) {
+    const std::string name = "r" + std::to_string(i);
+    auto r = this->ns_->CreateReserved(cred, this->root_, name, req, first + i);
+    ASSERT_TRUE(r.ok()) << name << ": " << r.status().ToString();
+    EXPECT_EQ(r->object.handle, handle_of(i));
+  }
+  // A removed file's number stays used: replaying its create makes nothing.
+  ASSERT_TRUE(this->ns_->Remove(cred, this->root_, "a").ok());
+  EXPECT_EQ(CodeOf(this->ns_->CreateReserved(cred, this->root_, "a", req, first + 2)),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf(this->ns_->GetAttr(handle_of(2))), StatusCode::kStale);
+  this->ExpectClean();
+
+  // fsck: a run of reserved numbers must not hold an inode, nor pass the counter.
+  auto put = [](const std::string& k, const std::string& v) {
+    WriteBatch b;
+    b.Put(k, v);
+    return b;
+  };
+  WriteBatch drop;
+  drop.Delete(schema::ReservedKey(InoOf(plain.handle) + 1));
+  this->ExpectFsckFinds(put(schema::ReservedKey(InoOf(plain.handle) + 1),
+                            schema::EncodeReservedStart(InoOf(plain.handle))),
+                        drop, "include existing inode");
+  WriteBatch drop_far;
+  drop_far.Delete(schema::ReservedKey(first + 2'000'000));
+  this->ExpectFsckFinds(
+      put(schema::ReservedKey(first + 2'000'000), schema::EncodeReservedStart(first + 1'000'000)),
+      drop_far, "past the allocated numbers");
+}
+
 TYPED_TEST(NamespaceTest, SymlinksAndSpecialFiles) {
   const vfs::Entry pub = this->Mkdir(this->root_, "pub", 0777);
   auto link = this->ns_->Symlink(this->User(), pub.handle, "l", "../target/x", {});
