@@ -378,9 +378,12 @@ Result<LeaseManager::ChangeGuard> LeaseManager::BeginChange(std::span<const uint
     TimePoint next = TimePoint::max();
     for (auto it = outstanding_.begin(); it != outstanding_.end();) {
       const std::vector<uint64_t>& revoked = it->second.inos;
-      const bool ours = std::any_of(revoked.begin(), revoked.end(), [&](uint64_t ino) {
-        return std::binary_search(change.begin(), change.end(), ino);
-      });
+      // The changing session is not waited for: it knows of its own change,
+      // and a spoke sends what it journalled before it acknowledges.
+      const bool ours = it->second.session != origin_session &&
+                        std::any_of(revoked.begin(), revoked.end(), [&](uint64_t ino) {
+                          return std::binary_search(change.begin(), change.end(), ino);
+                        });
       if (ours && it->second.deadline <= t) {
         it = outstanding_.erase(it);
         continue;
@@ -412,6 +415,7 @@ std::optional<LeaseManager::ChangeGuard> LeaseManager::TryBeginChange(
     }
   }
   for (const auto& [seq, wait] : outstanding_) {
+    if (wait.session == origin_session) continue;  // as in BeginChange
     for (uint64_t ino : wait.inos) {
       if (std::binary_search(change.begin(), change.end(), ino)) return std::nullopt;
     }

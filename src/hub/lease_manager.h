@@ -6,7 +6,10 @@
 // BeginChange marks the inodes busy (new grants on them wait), revokes every
 // other session's leases on them, sends each such session an Invalidation,
 // and returns once each has acknowledged or its revoked leases have expired
-// (its own and those of earlier changes still pending on the same inodes).
+// (its own and those of earlier changes still pending on the same inodes),
+// except invalidations sent to the changing session itself: a spoke that
+// was asked to drop an inode may first send the changes it journalled for
+// it (write-behind, docs/coherence.md) and must not wait for itself.
 // The change is committed while the guard lives; destroying the guard ends
 // it.
 //
@@ -164,15 +167,16 @@ class LeaseManager {
   // (see above), then until no other change holds any of `names` and no grant waits on any of
   // `inos` (kUnavailable after max_busy_wait), then invalidates every other session's live leases
   // on `inos` and waits for the acks or the leases' expiry, including invalidations that earlier
-  // changes still pending on `inos` sent. REQUIRES: the calling thread holds no other ChangeGuard
-  // (changes would deadlock) and no namespace lock.
+  // changes still pending on `inos` sent (but not those sent to `origin_session`). REQUIRES: the
+  // calling thread holds no other ChangeGuard (changes would deadlock) and no namespace lock.
   Result<ChangeGuard> BeginChange(std::span<const uint64_t> inos, uint64_t origin_session,
                                   std::span<const std::string> names = {});
 
   // BeginChange if it can go ahead at once: nothing to wait out (restart
   // grace, another change's names, waiting grants) and nobody to invalidate
   // (no other session holds a lease on `inos`, expired or not, and no
-  // invalidation of them is outstanding). nullopt otherwise, having done
+  // invalidation of them is outstanding at another session). nullopt
+  // otherwise, having done
   // nothing. Never waits.
   std::optional<ChangeGuard> TryBeginChange(std::span<const uint64_t> inos, uint64_t origin_session,
                                             std::span<const std::string> names = {});

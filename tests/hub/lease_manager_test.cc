@@ -264,6 +264,39 @@ TEST_F(LeaseManagerTest, ALaterChangeWaitsForTheInvalidationsOfAnEarlierOne) {
   EXPECT_TRUE(second.get().ok());
 }
 
+// A spoke asked to drop an inode first sends the changes it journalled for
+// it, and acknowledges only then: its own changes must not wait for its ack.
+TEST_F(LeaseManagerTest, ASessionsOwnChangeDoesNotWaitForTheInvalidationSentToIt) {
+  Inbox a, b;
+  const uint64_t sa = Open(a, "a");
+  const uint64_t sb = Open(b, "b");
+  ASSERT_TRUE(leases_.Grant(sa, std::vector<uint64_t>{7}).ok());
+  auto other = BeginAsync({7}, 0, {"7/other"});
+  auto inv = a.Get(0);
+  ASSERT_TRUE(inv);
+  // The invalidated session's change goes ahead, both ways of beginning it.
+  // (Checked before the ack, which comes last whatever happens, so that a
+  // failure cannot leave a change blocked forever.)
+  auto flush = leases_.TryBeginChange(std::vector<uint64_t>{7}, sa,
+                                      std::vector<std::string>{"7/journalled"});
+  EXPECT_TRUE(flush);
+  if (flush) flush->End();
+  auto blocking_flush = BeginAsync({7}, sa, {"7/journalled-2"});
+  EXPECT_TRUE(Ready(blocking_flush, kPrompt));
+  // Anyone else still waits for the acknowledgement.
+  EXPECT_FALSE(
+      leases_.TryBeginChange(std::vector<uint64_t>{7}, sb, std::vector<std::string>{"7/b"}));
+  auto third = BeginAsync({7}, sb, {"7/b"});
+  EXPECT_FALSE(Ready(third, kStillBlocked));
+  EXPECT_FALSE(Ready(other, milliseconds(0)));
+  leases_.Ack(sa, inv->seq);
+  ASSERT_TRUE(Ready(other, kPrompt));
+  ASSERT_TRUE(Ready(third, kPrompt));
+  EXPECT_TRUE(other.get().ok());
+  EXPECT_TRUE(third.get().ok());
+  EXPECT_TRUE(blocking_flush.get().ok());
+}
+
 TEST_F(LeaseManagerTest, TryBeginChangeGoesAheadOnlyWhenNothingNeedsWaitingFor) {
   Inbox a;
   const uint64_t sa = Open(a);
