@@ -182,8 +182,12 @@ void HubLink::Decorate(grpc::ClientContext* ctx) const {
   if (state_.session != 0) ctx->AddMetadata(kSessionKey, std::to_string(state_.session));
 }
 
+bool HubLink::AnsweredByHub(const grpc::ClientContext& ctx) {
+  return ctx.GetServerTrailingMetadata().count(hub::kGeofsCodeKey) > 0;
+}
+
 Status HubLink::Finish(const grpc::Status& status, const grpc::ClientContext& ctx) {
-  bool from_hub = ctx.GetServerTrailingMetadata().count(hub::kGeofsCodeKey) > 0;
+  bool from_hub = AnsweredByHub(ctx);
   bool transport_failure =
       !from_hub && (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
                     status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);

@@ -125,7 +125,10 @@ class HubLink {
   // refused) or `timeout` passes; true if a session is open.
   bool WaitForSessionAttempt(std::chrono::milliseconds timeout);
 
-  // One unary call: `done` runs once, on a gRPC thread.
+  // One unary call: `done` runs once, on a gRPC thread. Its Grant is empty
+  // unless the hub answered: a read the hub answered with an error still
+  // leased what it was asked for first (a lookup of a missing name leases
+  // the directory).
   template <typename Req, typename Resp>
   void Call(AsyncMethod<Req, Resp> method, Req req, std::type_identity_t<Done<Resp>> done);
   // The same, waiting for the answer. REQUIRES: not on a gRPC thread.
@@ -164,6 +167,8 @@ class HubLink {
   void Prepare(grpc::ClientContext* ctx, Grant* grant) const;
   // Translates the outcome and updates the link state.
   Status Finish(const grpc::Status& status, const grpc::ClientContext& ctx);
+  // True if the hub itself answered the call (not the transport).
+  static bool AnsweredByHub(const grpc::ClientContext& ctx);
   void MarkConnected(bool up);
 
   void SessionLoop(std::stop_token stop);
@@ -213,7 +218,9 @@ void HubLink::Call(AsyncMethod<Req, Resp> method, Req req, std::type_identity_t<
   (stub_->async()->*method)(&p->ctx, &p->req, &p->resp,
                             [this, p, done = std::move(done)](grpc::Status s) {
                               Status status = Finish(s, p->ctx);
-                              if (!status.ok()) return done(status, Grant{});
+                              if (!status.ok()) {
+                                return done(status, AnsweredByHub(p->ctx) ? p->grant : Grant{});
+                              }
                               done(std::move(p->resp), p->grant);
                             });
 }

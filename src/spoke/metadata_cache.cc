@@ -72,6 +72,12 @@ std::optional<FileKey> MetadataCache::Lookup(uint64_t dir, std::string_view name
   return it->second;
 }
 
+bool MetadataCache::KnownMissing(uint64_t dir, std::string_view name, bool allow_expired) const {
+  std::lock_guard lock(mu_);
+  const Record* rec = FindLocked(dir, allow_expired);
+  return rec && rec->missing.contains(name);
+}
+
 std::optional<CachedDirPage> MetadataCache::ReadDir(uint64_t dir, uint64_t cookie,
                                                     uint32_t max_entries,
                                                     bool allow_expired) const {
@@ -105,7 +111,19 @@ void MetadataCache::PutAttr(const FileKey& key, const vfs::Attr& attr, SteadyTim
 void MetadataCache::PutLookup(const FileKey& dir, std::string_view name, const FileKey& child,
                               SteadyTime expiry, uint64_t epoch) {
   std::lock_guard lock(mu_);
-  if (Record* rec = ForPutLocked(dir, expiry, epoch)) rec->names[std::string(name)] = child;
+  if (Record* rec = ForPutLocked(dir, expiry, epoch)) {
+    rec->names[std::string(name)] = child;
+    if (auto it = rec->missing.find(name); it != rec->missing.end()) rec->missing.erase(it);
+  }
+}
+
+void MetadataCache::PutMissing(const FileKey& dir, std::string_view name, SteadyTime expiry,
+                               uint64_t epoch) {
+  std::lock_guard lock(mu_);
+  Record* rec = ForPutLocked(dir, expiry, epoch);
+  if (!rec) return;
+  if (rec->missing.size() >= kMaxMissingPerDir) rec->missing.clear();
+  rec->missing.emplace(name);
 }
 
 void MetadataCache::PutDirPage(const FileKey& dir, uint64_t cookie, uint32_t max_entries,
@@ -117,7 +135,10 @@ void MetadataCache::PutDirPage(const FileKey& dir, uint64_t cookie, uint32_t max
   for (auto it = rec->pages.begin(); it != rec->pages.end();) {
     it = it->second.verifier != page.verifier ? rec->pages.erase(it) : std::next(it);
   }
-  for (const CachedDirEntry& e : page.entries) rec->names[e.name] = e.child;
+  for (const CachedDirEntry& e : page.entries) {
+    rec->names[e.name] = e.child;
+    if (auto it = rec->missing.find(e.name); it != rec->missing.end()) rec->missing.erase(it);
+  }
   rec->pages[PageKey{cookie, max_entries}] = std::move(page);
 }
 

@@ -1,7 +1,9 @@
 // MetadataCache: what the spoke knows of the hub's namespace, per inode,
 // valid while the inode's lease lives.
 //
-// Per inode: attributes, the names looked up in it (name -> child), its
+// Per inode: attributes, the names looked up in it (name -> child), the
+// names found missing in it (the hub leases the directory with a lookup that
+// finds nothing, so a create there invalidates them like any other name), its
 // directory pages, its symlink target and its chunk map. A lease on an inode
 // covers all of them (proto/hub.proto, coherence). An entry is served when
 // its inode's lease has not expired; with `allow_expired` (an immutable
@@ -23,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -78,6 +81,8 @@ class MetadataCache {
 
   std::optional<vfs::Attr> GetAttr(uint64_t ino, bool allow_expired) const;
   std::optional<FileKey> Lookup(uint64_t dir, std::string_view name, bool allow_expired) const;
+  // True if a lookup of `name` in `dir` found nothing, under the lease.
+  bool KnownMissing(uint64_t dir, std::string_view name, bool allow_expired) const;
   std::optional<CachedDirPage> ReadDir(uint64_t dir, uint64_t cookie, uint32_t max_entries,
                                        bool allow_expired) const;
   std::optional<std::string> ReadLink(uint64_t ino, bool allow_expired) const;
@@ -88,6 +93,9 @@ class MetadataCache {
   void PutAttr(const FileKey& key, const vfs::Attr& attr, SteadyTime expiry, uint64_t epoch);
   void PutLookup(const FileKey& dir, std::string_view name, const FileKey& child, SteadyTime expiry,
                  uint64_t epoch);
+  // Keeps at most kMaxMissingPerDir names per directory (then starts over).
+  void PutMissing(const FileKey& dir, std::string_view name, SteadyTime expiry, uint64_t epoch);
+  static constexpr size_t kMaxMissingPerDir = 4096;
   void PutDirPage(const FileKey& dir, uint64_t cookie, uint32_t max_entries, CachedDirPage page,
                   SteadyTime expiry, uint64_t epoch);
   void PutLink(const FileKey& key, std::string target, SteadyTime expiry, uint64_t epoch);
@@ -117,6 +125,7 @@ class MetadataCache {
     uint64_t invalidated_at = 0;  // the epoch of the last invalidation
     std::optional<vfs::Attr> attr;
     std::map<std::string, FileKey, std::less<>> names;
+    std::set<std::string, std::less<>> missing;
     std::map<PageKey, CachedDirPage> pages;
     std::optional<std::string> link;
     std::shared_ptr<const ChunkMap> map;

@@ -170,6 +170,11 @@ void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
           vfs::LookupReply{vfs::Entry{MakeHandle(*child), Patched(*child, *child_attr)}, dir_attr});
     }
   }
+  if (!child && dir_attr && meta_->KnownMissing(dkey->ino, name, allow)) {
+    ++metadata_hits_;
+    if (Status s = vfs::CheckSearch(*dir_attr, cred); !s.ok()) return cb(s);
+    return cb(Status::NotFound());
+  }
   ++metadata_misses_;
   uint64_t epoch = meta_->Epoch();
   auto req = WithCred<v1::LookupRequest>(cred);
@@ -178,7 +183,14 @@ void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
   link_->Call(&Hub::Stub::async::Lookup, std::move(req),
               [this, dkey = *dkey, name = std::string(name), epoch, cb = std::move(cb)](
                   Result<v1::LookupResponse> r, Grant g) {
-                if (!r.ok()) return cb(r.status());
+                if (!r.ok()) {
+                  // The hub leased the directory before it found no such
+                  // name (a create there will invalidate it).
+                  if (r.status().code() == StatusCode::kNotFound && g.leased()) {
+                    meta_->PutMissing(dkey, name, ExpiryOf(g), epoch);
+                  }
+                  return cb(r.status());
+                }
                 auto entry = FromProto(r->object());
                 auto dir_attr = OptionalAttr(r->has_dir_attr(), r->dir_attr());
                 if (!entry.ok()) return cb(entry.status());

@@ -183,6 +183,18 @@ class ThreeSitesTest : public ::testing::Test {
     ASSERT_TRUE(back.ok()) << rel << ": " << back.status().ToString();
     EXPECT_TRUE(*back == data) << rel << ": " << back->size() << " bytes vs " << data.size();
   }
+  // `rel` does not exist, and a spoke knows it: asked again, it answers
+  // from its cache (the hub leased the directory with the first answer, so
+  // a later create there must invalidate it).
+  static void ExpectMissing(Site& s, const std::string& rel) {
+    EXPECT_FALSE(s.nfs->Stat(s.Path(rel)).ok()) << rel;
+    const double misses = s.spoke ? Metric(*s.spoke, "geofs_spoke_metadata_misses_total") : 0;
+    EXPECT_FALSE(s.nfs->Stat(s.Path(rel)).ok()) << rel;
+    if (s.spoke) {
+      EXPECT_EQ(Metric(*s.spoke, "geofs_spoke_metadata_misses_total"), misses)
+          << rel << ": the second lookup went to the hub";
+    }
+  }
   static bool Listed(Site& s, const std::string& name) {
     auto names = s.nfs->ListNames(s.prefix.empty() ? "/" : s.prefix);
     EXPECT_TRUE(names.ok()) << names.status().ToString();
@@ -237,7 +249,11 @@ TEST_P(CoherenceTest, EveryChangeIsSeenByTheOtherTwoWhileTheyHoldLeases) {
       [&](Site& r) { ExpectContent(r, "written.bin", new_data); });
 
   Change(
-      "create", [&](Site& r) { EXPECT_FALSE(Listed(r, "created.txt")); },
+      "create",
+      [&](Site& r) {
+        ExpectMissing(r, "created.txt");
+        EXPECT_FALSE(Listed(r, "created.txt"));
+      },
       [&](Site& w) { ASSERT_TRUE(w.nfs->WriteFile(w.Path("created.txt"), "created").ok()); },
       [&](Site& r) {
         EXPECT_TRUE(Listed(r, "created.txt"));
@@ -259,7 +275,11 @@ TEST_P(CoherenceTest, EveryChangeIsSeenByTheOtherTwoWhileTheyHoldLeases) {
 
   Put("renamed.txt", "moving");
   Change(
-      "rename", [&](Site& r) { ExpectContent(r, "renamed.txt", "moving"); },
+      "rename",
+      [&](Site& r) {
+        ExpectContent(r, "renamed.txt", "moving");
+        ExpectMissing(r, "moved.txt");
+      },
       [&](Site& w) {
         ASSERT_EQ(
             nfs_rename(w.nfs->ctx(), w.Path("renamed.txt").c_str(), w.Path("moved.txt").c_str()), 0)
@@ -286,7 +306,11 @@ TEST_P(CoherenceTest, EveryChangeIsSeenByTheOtherTwoWhileTheyHoldLeases) {
       });
 
   Change(
-      "mkdir", [&](Site& r) { EXPECT_FALSE(Listed(r, "dir")); },
+      "mkdir",
+      [&](Site& r) {
+        ExpectMissing(r, "dir");
+        EXPECT_FALSE(Listed(r, "dir"));
+      },
       [&](Site& w) { ASSERT_EQ(nfs_mkdir(w.nfs->ctx(), w.Path("dir").c_str()), 0); },
       [&](Site& r) {
         EXPECT_TRUE(Listed(r, "dir"));
@@ -296,7 +320,11 @@ TEST_P(CoherenceTest, EveryChangeIsSeenByTheOtherTwoWhileTheyHoldLeases) {
       });
 
   Change(
-      "symlink", [&](Site& r) { EXPECT_FALSE(Listed(r, "sym")); },
+      "symlink",
+      [&](Site& r) {
+        ExpectMissing(r, "sym");
+        EXPECT_FALSE(Listed(r, "sym"));
+      },
       [&](Site& w) {
         ASSERT_EQ(nfs_symlink(w.nfs->ctx(), "moved.txt", w.Path("sym").c_str()), 0)
             << w.nfs->Error();
@@ -314,6 +342,7 @@ TEST_P(CoherenceTest, EveryChangeIsSeenByTheOtherTwoWhileTheyHoldLeases) {
         auto st = r.nfs->Stat(r.Path("linked.txt"));
         ASSERT_TRUE(st.ok());
         EXPECT_EQ(st->nfs_nlink, 1u);
+        ExpectMissing(r, "hard.txt");
       },
       [&](Site& w) {
         ASSERT_EQ(nfs_link(w.nfs->ctx(), w.Path("linked.txt").c_str(), w.Path("hard.txt").c_str()),

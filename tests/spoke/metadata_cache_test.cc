@@ -65,6 +65,44 @@ TEST_F(MetadataCacheTest, InvalidationDropsEverythingOfTheInode) {
   EXPECT_FALSE(cache_.ReadLink(2, true));
 }
 
+TEST_F(MetadataCacheTest, MissingNamesServeUnderTheDirectorysLeaseUntilInvalidated) {
+  const uint64_t epoch = cache_.Epoch();
+  cache_.PutMissing(dir_, "nope", In(seconds(10)), epoch);
+  EXPECT_TRUE(cache_.KnownMissing(2, "nope", false));
+  EXPECT_FALSE(cache_.KnownMissing(2, "other", false));
+  EXPECT_FALSE(cache_.KnownMissing(3, "nope", false));
+  // The lease ends: no longer trusted (an immutable portal still may).
+  clock_.Advance(seconds(10));
+  EXPECT_FALSE(cache_.KnownMissing(2, "nope", false));
+  EXPECT_TRUE(cache_.KnownMissing(2, "nope", true));
+
+  // Found later (a lookup or a listing naming it): no longer missing.
+  cache_.PutMissing(dir_, "a", In(seconds(20)), cache_.Epoch());
+  cache_.PutMissing(dir_, "b", In(seconds(20)), cache_.Epoch());
+  cache_.PutLookup(dir_, "a", file_, In(seconds(20)), cache_.Epoch());
+  EXPECT_FALSE(cache_.KnownMissing(2, "a", false));
+  cache_.PutDirPage(dir_, 0, 10, CachedDirPage{{{"b", 11, 3, {11, 1}}}, true, 1}, In(seconds(20)),
+                    cache_.Epoch());
+  EXPECT_FALSE(cache_.KnownMissing(2, "b", false));
+
+  // A create in the directory invalidates it, and an answer that left the
+  // hub before that is not kept.
+  cache_.PutMissing(dir_, "c", In(seconds(20)), cache_.Epoch());
+  const uint64_t before = cache_.Epoch();
+  cache_.Invalidate(2);
+  EXPECT_FALSE(cache_.KnownMissing(2, "c", true));
+  cache_.PutMissing(dir_, "c", In(seconds(20)), before);
+  EXPECT_FALSE(cache_.KnownMissing(2, "c", true));
+
+  // Bounded per directory.
+  for (size_t i = 0; i <= MetadataCache::kMaxMissingPerDir; ++i) {
+    cache_.PutMissing(dir_, "n" + std::to_string(i), In(seconds(20)), cache_.Epoch());
+  }
+  EXPECT_TRUE(
+      cache_.KnownMissing(2, "n" + std::to_string(MetadataCache::kMaxMissingPerDir), false));
+  EXPECT_FALSE(cache_.KnownMissing(2, "n0", false));
+}
+
 TEST_F(MetadataCacheTest, ReplyStartedBeforeAnInvalidationIsNotCached) {
   uint64_t before = cache_.Epoch();
   cache_.Invalidate(10);  // the hub changed the file while our fetch was in flight
