@@ -282,8 +282,9 @@ class Checker {
   // create takes its number out of the run), and overlaps no other run.
   void Reserved(std::string_view key, std::string_view value) {
     uint64_t end;
-    if (!schema::ParseReservedKey(key, &end))
+    if (!schema::ParseReservedKey(key, &end)) {
       return Problem("malformed reservation key " + Hex(key));
+    }
     const std::string where = "reserved inode numbers ending at " + std::to_string(end);
     Result<uint64_t> start = schema::DecodeReservedStart(end, value);
     if (!start.ok()) return Problem(where + ": " + start.status().ToString());
