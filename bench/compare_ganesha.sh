@@ -9,7 +9,8 @@
 #   --data-dir DIR        where the data set lives (default /var/tmp/geofs-bench-data)
 #   --build-dir DIR       CMake build directory (default <repo>/build-release)
 #   --out DIR             results and server logs (default <build-dir>/bench-results/<time>)
-#   --workloads "A B"     subset of: seq rand4k rand128k dataset meta readdirplus
+#   --workloads "A B"     subset of: seq rand4k rand128k dataset meta readdirplus probe
+#                         (default: all but probe, LOOKUPs of missing names)
 #   --connections N       TCP connections per run (default 4)
 #   --qd N                ops in flight per connection (default 8)
 #   --duration S          measured seconds per run (default 10)

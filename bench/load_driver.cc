@@ -148,8 +148,9 @@ void Op::HandleReply(int status, void* data) {
   }
   // Every NFSv3 result union starts with its nfsstat3.
   const nfsstat3 nfs_status = *static_cast<const nfsstat3*>(data);
-  if (nfs_status != NFS3_OK) {
-    Fail(proc + ": " + nfsstat3_to_str(nfs_status));
+  if (nfs_status != expect) {
+    Fail(proc + ": " + nfsstat3_to_str(nfs_status) +
+         (expect != NFS3_OK ? " (expected " + std::string(nfsstat3_to_str(expect)) + ")" : ""));
     return;
   }
   worker_->load_->OnReply(*this, data);

@@ -95,6 +95,9 @@ class Op {
   uint64_t cookie = 0;
   cookieverf3 verifier{};
   int step = 0;
+  // The status the next reply must carry to reach OnReply; any other fails
+  // the op (NFS3_OK unless a workload expects an error, as `probe` NOENT).
+  nfsstat3 expect = NFS3_OK;
 
  private:
   friend class Worker;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -108,6 +109,23 @@ TEST_F(NfsLoadSmokeTest, MetaLeavesTheDirectoryEmpty) {
   }
   const fs::path meta = fs::path(daemon_->export_dir()) / kMetaDirName;
   EXPECT_TRUE(fs::is_empty(meta));
+}
+
+TEST_F(NfsLoadSmokeTest, ProbesFindNothingAndAFoundNameIsAnError) {
+  const LoadResult r = RunOk(Config("probe", 40));
+  EXPECT_EQ(r.stats.items, 40u);
+  EXPECT_EQ(r.stats.call_latency[NFS3_LOOKUP].count(), 40u);
+  // A probed name that exists fails its op.
+  const DataSetSpec spec = SmallSpec();
+  const fs::path found = fs::path(daemon_->export_dir()) / kDataSetDirName /
+                         DataSetDirFor(spec, 0) / (DataSetFileName(0) + ".missing");
+  { std::ofstream(found) << "here"; }
+  auto result = RunLoad(Config("probe", spec.dataset_files));
+  fs::remove(found);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->stats.errors, 1u);
+  EXPECT_NE(result->stats.first_error.find("expected NFS3ERR_NOENT"), std::string::npos)
+      << result->stats.first_error;
 }
 
 TEST_F(NfsLoadSmokeTest, ListingsSeeEveryEntry) {

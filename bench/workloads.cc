@@ -196,6 +196,8 @@ class DataSetWorkload : public Workload {
   std::unique_ptr<ConnectionLoad> ForConnection(int) override {
     return std::make_unique<DataSetLoad>(&state_, options_.data, options_.dataset_read_size);
   }
+  DataSetState& state() { return state_; }
+  const DataSetSpec& spec() const { return options_.data; }
 
  private:
   const WorkloadOptions options_;
@@ -263,6 +265,46 @@ class MetaWorkload : public Workload {
 
  private:
   FileHandle dir_;
+};
+
+// ---- probe ---------------------------------------------------------------------
+
+// Each data set file has one missing companion ("<file>.missing"), probed in
+// the data set's shuffled order, over and over (as every epoch's loader or
+// every process's imports probe the same paths).
+class ProbeLoad : public ConnectionLoad {
+ public:
+  ProbeLoad(DataSetState* state, const DataSetSpec& spec) : state_(state), spec_(spec) {}
+
+  void Start(Op& op) override {
+    const uint64_t n = state_->next.fetch_add(1, std::memory_order_relaxed);
+    const uint32_t file = state_->order[n % state_->order.size()];
+    op.name = DataSetFileName(file) + ".missing";
+    op.expect = NFS3ERR_NOENT;
+    op.Lookup(state_->dirs[file / spec_.files_per_dir], op.name);
+  }
+
+  void OnReply(Op& op, void*) override { op.Finish(0, 1); }
+
+ private:
+  DataSetState* const state_;
+  const DataSetSpec spec_;
+};
+
+class ProbeWorkload : public Workload {
+ public:
+  explicit ProbeWorkload(const WorkloadOptions& options) : data_set_(options) {}
+
+  std::string OpDescription() const override { return "LOOKUP of a missing name (NOENT)"; }
+  Status Setup(RpcConnection& conn, const FileHandle& root) override {
+    return data_set_.Setup(conn, root);
+  }
+  std::unique_ptr<ConnectionLoad> ForConnection(int) override {
+    return std::make_unique<ProbeLoad>(&data_set_.state(), data_set_.spec());
+  }
+
+ private:
+  DataSetWorkload data_set_;  // the directories and the order
 };
 
 // ---- readdirplus ---------------------------------------------------------------
@@ -334,8 +376,8 @@ class ListingWorkload : public Workload {
 }  // namespace
 
 const std::vector<std::string>& WorkloadNames() {
-  static const std::vector<std::string> kNames = {"seq",     "rand4k", "rand128k",
-                                                  "dataset", "meta",   "readdirplus"};
+  static const std::vector<std::string> kNames = {"seq",  "rand4k",      "rand128k", "dataset",
+                                                  "meta", "readdirplus", "probe"};
   return kNames;
 }
 
@@ -350,6 +392,7 @@ Result<std::unique_ptr<Workload>> MakeWorkload(const std::string& name,
   if (name == "dataset") return std::unique_ptr<Workload>(new DataSetWorkload(options));
   if (name == "meta") return std::unique_ptr<Workload>(new MetaWorkload());
   if (name == "readdirplus") return std::unique_ptr<Workload>(new ListingWorkload(options));
+  if (name == "probe") return std::unique_ptr<Workload>(new ProbeWorkload(options));
   return Status::InvalidArgument("unknown workload: " + name);
 }
 

@@ -6,6 +6,8 @@
 //               files visited in one shuffled order shared by all connections
 //   meta        CREATE + SETATTR + REMOVE of a fresh file in one directory
 //   readdirplus a complete READDIRPLUS listing of the listing directory
+//   probe       one LOOKUP of a name that does not exist (NOENT), next to a
+//               data set file: the paths an import or a loader probes
 #pragma once
 
 #include <memory>
