@@ -32,12 +32,25 @@ MetadataCache::Record* MetadataCache::ForPutLocked(const FileKey& key, SteadyTim
     // The inode number now names another object (cannot happen with a
     // correct hub: inode numbers are never reused); start afresh.
     uint64_t invalidated_at = rec.invalidated_at;
+    ForgetMissingLocked(rec);
     rec = Record{};
     rec.gen = key.gen;
     rec.invalidated_at = invalidated_at;
   }
   rec.expiry = std::max(rec.expiry, expiry);
   return &rec;
+}
+
+void MetadataCache::ForgetMissingLocked(Record& rec) {
+  missing_names_ -= rec.missing.size();
+  rec.missing.clear();
+}
+
+void MetadataCache::ForgetMissingLocked(Record& rec, std::string_view name) {
+  if (auto it = rec.missing.find(name); it != rec.missing.end()) {
+    rec.missing.erase(it);
+    --missing_names_;
+  }
 }
 
 void MetadataCache::EvictLocked() {
@@ -50,6 +63,7 @@ void MetadataCache::EvictLocked() {
         continue;
       }
       evicted_floor_ = std::max(evicted_floor_, it->second.invalidated_at);
+      ForgetMissingLocked(it->second);
       it = records_.erase(it);
     }
   }
@@ -113,7 +127,7 @@ void MetadataCache::PutLookup(const FileKey& dir, std::string_view name, const F
   std::lock_guard lock(mu_);
   if (Record* rec = ForPutLocked(dir, expiry, epoch)) {
     rec->names[std::string(name)] = child;
-    if (auto it = rec->missing.find(name); it != rec->missing.end()) rec->missing.erase(it);
+    ForgetMissingLocked(*rec, name);
   }
 }
 
@@ -122,8 +136,8 @@ void MetadataCache::PutMissing(const FileKey& dir, std::string_view name, Steady
   std::lock_guard lock(mu_);
   Record* rec = ForPutLocked(dir, expiry, epoch);
   if (!rec) return;
-  if (rec->missing.size() >= kMaxMissingPerDir) rec->missing.clear();
-  rec->missing.emplace(name);
+  if (missing_names_ >= kMaxMissingNames) return;
+  if (rec->missing.emplace(name).second) ++missing_names_;
 }
 
 void MetadataCache::PutDirPage(const FileKey& dir, uint64_t cookie, uint32_t max_entries,
@@ -137,7 +151,7 @@ void MetadataCache::PutDirPage(const FileKey& dir, uint64_t cookie, uint32_t max
   }
   for (const CachedDirEntry& e : page.entries) {
     rec->names[e.name] = e.child;
-    if (auto it = rec->missing.find(e.name); it != rec->missing.end()) rec->missing.erase(it);
+    ForgetMissingLocked(*rec, e.name);
   }
   rec->pages[PageKey{cookie, max_entries}] = std::move(page);
 }
@@ -169,6 +183,7 @@ void MetadataCache::Invalidate(uint64_t ino) {
     }
     it = records_.emplace(ino, Record{}).first;
   }
+  ForgetMissingLocked(it->second);
   Record fresh;
   fresh.gen = it->second.gen;
   fresh.invalidated_at = epoch_;
@@ -180,6 +195,7 @@ void MetadataCache::Clear() {
   ++epoch_;
   evicted_floor_ = epoch_;
   records_.clear();
+  missing_names_ = 0;
 }
 
 std::vector<uint64_t> MetadataCache::Held() const {

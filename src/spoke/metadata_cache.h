@@ -93,9 +93,10 @@ class MetadataCache {
   void PutAttr(const FileKey& key, const vfs::Attr& attr, SteadyTime expiry, uint64_t epoch);
   void PutLookup(const FileKey& dir, std::string_view name, const FileKey& child, SteadyTime expiry,
                  uint64_t epoch);
-  // Keeps at most kMaxMissingPerDir names per directory (then starts over).
+  // Keeps at most kMaxMissingNames names in all (then no more until some
+  // go): a client probing random names must not grow the cache unbounded.
   void PutMissing(const FileKey& dir, std::string_view name, SteadyTime expiry, uint64_t epoch);
-  static constexpr size_t kMaxMissingPerDir = 4096;
+  static constexpr size_t kMaxMissingNames = 65536;
   void PutDirPage(const FileKey& dir, uint64_t cookie, uint32_t max_entries, CachedDirPage page,
                   SteadyTime expiry, uint64_t epoch);
   void PutLink(const FileKey& key, std::string target, SteadyTime expiry, uint64_t epoch);
@@ -136,12 +137,17 @@ class MetadataCache {
   // The record to fill, or null when the Put must be ignored. REQUIRES: mu_.
   Record* ForPutLocked(const FileKey& key, SteadyTime expiry, uint64_t epoch);
   void EvictLocked();
+  // Drop `rec`'s missing names (all, or `name`), keeping missing_names_.
+  // REQUIRES: mu_ held.
+  void ForgetMissingLocked(Record& rec);
+  void ForgetMissingLocked(Record& rec, std::string_view name);
 
   Clock* const clock_;
   const size_t max_inodes_;
   mutable std::mutex mu_;
   uint64_t epoch_ = 0;          // guarded by mu_
   uint64_t evicted_floor_ = 0;  // guarded by mu_: newest invalidation among evicted records
+  size_t missing_names_ = 0;    // guarded by mu_: in every record's `missing`
   std::unordered_map<uint64_t, Record> records_;  // guarded by mu_
 };
 

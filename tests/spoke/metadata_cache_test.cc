@@ -93,14 +93,29 @@ TEST_F(MetadataCacheTest, MissingNamesServeUnderTheDirectorysLeaseUntilInvalidat
   EXPECT_FALSE(cache_.KnownMissing(2, "c", true));
   cache_.PutMissing(dir_, "c", In(seconds(20)), before);
   EXPECT_FALSE(cache_.KnownMissing(2, "c", true));
+}
 
-  // Bounded per directory.
-  for (size_t i = 0; i <= MetadataCache::kMaxMissingPerDir; ++i) {
+TEST_F(MetadataCacheTest, MissingNamesAreBoundedInAll) {
+  // Spread over two directories; the names an invalidation drops make room.
+  const FileKey other{3, 1};
+  const size_t half = MetadataCache::kMaxMissingNames / 2;
+  for (size_t i = 0; i < half; ++i) {
     cache_.PutMissing(dir_, "n" + std::to_string(i), In(seconds(20)), cache_.Epoch());
+    cache_.PutMissing(other, "n" + std::to_string(i), In(seconds(20)), cache_.Epoch());
   }
-  EXPECT_TRUE(
-      cache_.KnownMissing(2, "n" + std::to_string(MetadataCache::kMaxMissingPerDir), false));
-  EXPECT_FALSE(cache_.KnownMissing(2, "n0", false));
+  cache_.PutMissing(dir_, "over", In(seconds(20)), cache_.Epoch());
+  EXPECT_FALSE(cache_.KnownMissing(2, "over", false)) << "past the bound";
+  EXPECT_TRUE(cache_.KnownMissing(2, "n0", false));
+  // Found names and invalidated directories give their room back.
+  cache_.PutLookup(dir_, "n0", file_, In(seconds(20)), cache_.Epoch());
+  cache_.PutMissing(dir_, "over", In(seconds(20)), cache_.Epoch());
+  EXPECT_TRUE(cache_.KnownMissing(2, "over", false));
+  cache_.Invalidate(3);
+  cache_.PutMissing(dir_, "after", In(seconds(20)), cache_.Epoch());
+  EXPECT_TRUE(cache_.KnownMissing(2, "after", false));
+  cache_.Clear();
+  cache_.PutMissing(dir_, "cleared", In(seconds(20)), cache_.Epoch());
+  EXPECT_TRUE(cache_.KnownMissing(2, "cleared", false));
 }
 
 TEST_F(MetadataCacheTest, ReplyStartedBeforeAnInvalidationIsNotCached) {
