@@ -28,9 +28,12 @@ MetadataCache::Record* MetadataCache::ForPutLocked(const FileKey& key, SteadyTim
   }
   Record& rec = it->second;
   if (rec.invalidated_at > epoch) return nullptr;
-  if (rec.gen != key.gen) {
-    // The inode number now names another object (cannot happen with a
-    // correct hub: inode numbers are never reused); start afresh.
+  const SteadyTime now = clock_->Now();
+  // Start afresh if the inode number now names another object (cannot
+  // happen with a correct hub: numbers are never reused), or if a new lease
+  // follows one that ended: in between, the hub changed the inode without
+  // telling us, so nothing the old lease covered may be served again.
+  if (rec.gen != key.gen || (rec.expiry <= now && expiry > now)) {
     uint64_t invalidated_at = rec.invalidated_at;
     ForgetMissingLocked(rec);
     rec = Record{};
@@ -89,7 +92,9 @@ std::optional<FileKey> MetadataCache::Lookup(uint64_t dir, std::string_view name
 bool MetadataCache::KnownMissing(uint64_t dir, std::string_view name, bool allow_expired) const {
   std::lock_guard lock(mu_);
   const Record* rec = FindLocked(dir, allow_expired);
-  return rec && rec->missing.contains(name);
+  if (!rec) return false;
+  if (rec->missing.contains(name)) return true;
+  return rec->complete_listing && name != "." && name != ".." && !rec->names.contains(name);
 }
 
 std::optional<CachedDirPage> MetadataCache::ReadDir(uint64_t dir, uint64_t cookie,
@@ -147,13 +152,32 @@ void MetadataCache::PutDirPage(const FileKey& dir, uint64_t cookie, uint32_t max
   if (!rec) return;
   // Pages of another verifier belong to an older listing.
   for (auto it = rec->pages.begin(); it != rec->pages.end();) {
-    it = it->second.verifier != page.verifier ? rec->pages.erase(it) : std::next(it);
+    if (it->second.verifier != page.verifier) {
+      it = rec->pages.erase(it);
+      rec->complete_listing = false;
+    } else {
+      ++it;
+    }
   }
   for (const CachedDirEntry& e : page.entries) {
     rec->names[e.name] = e.child;
     ForgetMissingLocked(*rec, e.name);
   }
   rec->pages[PageKey{cookie, max_entries}] = std::move(page);
+  if (!rec->complete_listing) rec->complete_listing = ListingCompleteLocked(*rec, max_entries);
+}
+
+bool MetadataCache::ListingCompleteLocked(const Record& rec, uint32_t max_entries) {
+  uint64_t cookie = 0;
+  // Every page advances the cookie, so a chain is at most as long as the map.
+  for (size_t step = 0; step < rec.pages.size(); ++step) {
+    auto it = rec.pages.find(PageKey{cookie, max_entries});
+    if (it == rec.pages.end()) return false;
+    if (it->second.eof) return true;
+    if (it->second.entries.empty() || it->second.entries.back().cookie <= cookie) return false;
+    cookie = it->second.entries.back().cookie;
+  }
+  return false;
 }
 
 void MetadataCache::PutLink(const FileKey& key, std::string target, SteadyTime expiry,

@@ -81,7 +81,9 @@ class MetadataCache {
 
   std::optional<vfs::Attr> GetAttr(uint64_t ino, bool allow_expired) const;
   std::optional<FileKey> Lookup(uint64_t dir, std::string_view name, bool allow_expired) const;
-  // True if a lookup of `name` in `dir` found nothing, under the lease.
+  // True if `name` is not in `dir`, under the lease: a lookup found nothing,
+  // or the cached listing is complete (every page from the first to the
+  // last, one page size) and does not hold it.
   bool KnownMissing(uint64_t dir, std::string_view name, bool allow_expired) const;
   std::optional<CachedDirPage> ReadDir(uint64_t dir, uint64_t cookie, uint32_t max_entries,
                                        bool allow_expired) const;
@@ -127,6 +129,7 @@ class MetadataCache {
     std::optional<vfs::Attr> attr;
     std::map<std::string, FileKey, std::less<>> names;
     std::set<std::string, std::less<>> missing;
+    bool complete_listing = false;  // `pages` hold the whole directory
     std::map<PageKey, CachedDirPage> pages;
     std::optional<std::string> link;
     std::shared_ptr<const ChunkMap> map;
@@ -137,6 +140,8 @@ class MetadataCache {
   // The record to fill, or null when the Put must be ignored. REQUIRES: mu_.
   Record* ForPutLocked(const FileKey& key, SteadyTime expiry, uint64_t epoch);
   void EvictLocked();
+  // True if `rec`'s pages of `max_entries` chain from cookie 0 to an eof page.
+  static bool ListingCompleteLocked(const Record& rec, uint32_t max_entries);
   // Drop `rec`'s missing names (all, or `name`), keeping missing_names_.
   // REQUIRES: mu_ held.
   void ForgetMissingLocked(Record& rec);

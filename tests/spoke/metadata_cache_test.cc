@@ -95,6 +95,42 @@ TEST_F(MetadataCacheTest, MissingNamesServeUnderTheDirectorysLeaseUntilInvalidat
   EXPECT_FALSE(cache_.KnownMissing(2, "c", true));
 }
 
+TEST_F(MetadataCacheTest, ACompleteListingTellsWhichNamesAreMissing) {
+  const uint64_t epoch = cache_.Epoch();
+  const FileKey b{11, 1}, c{12, 1};
+  // Two pages of two entries: incomplete until the eof page is in.
+  cache_.PutDirPage(dir_, 0, 2, CachedDirPage{{{"a", 10, 3, file_}, {"b", 11, 4, b}}, false, 1},
+                    In(seconds(10)), epoch);
+  EXPECT_FALSE(cache_.KnownMissing(2, "zzz", false));
+  // A page of another size does not continue the chain.
+  cache_.PutDirPage(dir_, 4, 3, CachedDirPage{{{"c", 12, 5, c}}, true, 1}, In(seconds(10)), epoch);
+  EXPECT_FALSE(cache_.KnownMissing(2, "zzz", false));
+  cache_.PutDirPage(dir_, 4, 2, CachedDirPage{{{"c", 12, 5, c}}, true, 1}, In(seconds(10)), epoch);
+  EXPECT_TRUE(cache_.KnownMissing(2, "zzz", false));
+  for (const char* listed : {"a", "b", "c", ".", ".."}) {
+    EXPECT_FALSE(cache_.KnownMissing(2, listed, false)) << listed;
+  }
+  // Only under the lease; a new lease does not bring back pages of the old
+  // one; an invalidation forgets it.
+  clock_.Advance(seconds(10));
+  EXPECT_FALSE(cache_.KnownMissing(2, "zzz", false));
+  cache_.PutDirPage(dir_, 0, 2, CachedDirPage{{{"a", 10, 3, file_}, {"b", 11, 4, b}}, false, 1},
+                    In(seconds(20)), cache_.Epoch());
+  EXPECT_FALSE(cache_.KnownMissing(2, "zzz", false));
+  cache_.PutDirPage(dir_, 4, 2, CachedDirPage{{{"c", 12, 5, c}}, true, 1}, In(seconds(20)),
+                    cache_.Epoch());
+  EXPECT_TRUE(cache_.KnownMissing(2, "zzz", false));
+  cache_.Invalidate(2);
+  EXPECT_FALSE(cache_.KnownMissing(2, "zzz", true));
+  // A listing of a newer verifier replaces the older pages: incomplete again.
+  cache_.PutDirPage(dir_, 0, 2, CachedDirPage{{{"a", 10, 3, file_}}, true, 1}, In(seconds(20)),
+                    cache_.Epoch());
+  EXPECT_TRUE(cache_.KnownMissing(2, "zzz", false));
+  cache_.PutDirPage(dir_, 0, 5, CachedDirPage{{{"a", 10, 3, file_}}, false, 2}, In(seconds(20)),
+                    cache_.Epoch());
+  EXPECT_FALSE(cache_.KnownMissing(2, "zzz", false));
+}
+
 TEST_F(MetadataCacheTest, MissingNamesAreBoundedInAll) {
   // Spread over two directories; the names an invalidation drops make room.
   const FileKey other{3, 1};
@@ -116,6 +152,27 @@ TEST_F(MetadataCacheTest, MissingNamesAreBoundedInAll) {
   cache_.Clear();
   cache_.PutMissing(dir_, "cleared", In(seconds(20)), cache_.Epoch());
   EXPECT_TRUE(cache_.KnownMissing(2, "cleared", false));
+}
+
+// Once a lease ended the hub no longer tells us of changes; a later lease
+// on the inode must not make what the old one covered servable again.
+TEST_F(MetadataCacheTest, ANewLeaseDoesNotReviveWhatAnEndedOneCovered) {
+  cache_.PutAttr(dir_, FileAttr(2, 1), In(seconds(10)), cache_.Epoch());
+  cache_.PutLookup(dir_, "a", file_, In(seconds(10)), cache_.Epoch());
+  cache_.PutMissing(dir_, "gone", In(seconds(10)), cache_.Epoch());
+  clock_.Advance(seconds(11));
+  // A fresh answer about one part of the directory.
+  cache_.PutAttr(dir_, FileAttr(2, 2), In(seconds(10)), cache_.Epoch());
+  ASSERT_TRUE(cache_.GetAttr(2, false));
+  EXPECT_EQ(cache_.GetAttr(2, false)->size, 2u);
+  EXPECT_FALSE(cache_.Lookup(2, "a", true)) << "a name from the ended lease";
+  EXPECT_FALSE(cache_.KnownMissing(2, "gone", true));
+  // Renewals and further answers under a live lease keep what it covers.
+  cache_.PutLookup(dir_, "b", file_, In(seconds(10)), cache_.Epoch());
+  cache_.Renew({2}, In(seconds(20)));
+  clock_.Advance(seconds(15));
+  EXPECT_TRUE(cache_.Lookup(2, "b", false));
+  EXPECT_EQ(cache_.GetAttr(2, false)->size, 2u);
 }
 
 TEST_F(MetadataCacheTest, ReplyStartedBeforeAnInvalidationIsNotCached) {
