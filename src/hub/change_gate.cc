@@ -103,21 +103,8 @@ Result<vfs::CreateReply> ChangeGate::CreateLike(uint64_t origin, const vfs::Hand
 
 Result<vfs::CreateReply> ChangeGate::Create(uint64_t origin, const vfs::Credentials& cred,
                                             const vfs::Handle& dir, std::string_view name,
-                                            const vfs::CreateRequest& req, NoWaitChange* no_wait) {
-  return CreateFile(origin, cred, dir, name, req, /*reserved_ino=*/0, no_wait);
-}
-
-Result<vfs::CreateReply> ChangeGate::CreateReserved(uint64_t origin, const vfs::Credentials& cred,
-                                                    const vfs::Handle& dir, std::string_view name,
-                                                    const vfs::CreateRequest& req, uint64_t ino,
-                                                    NoWaitChange* no_wait) {
-  return CreateFile(origin, cred, dir, name, req, ino, no_wait);
-}
-
-Result<vfs::CreateReply> ChangeGate::CreateFile(uint64_t origin, const vfs::Credentials& cred,
-                                                const vfs::Handle& dir, std::string_view name,
-                                                const vfs::CreateRequest& req,
-                                                uint64_t reserved_ino, NoWaitChange* no_wait) {
+                                            const vfs::CreateRequest& req, NoWaitChange* no_wait,
+                                            uint64_t reserved_ino) {
   return CreateLike(
       origin, dir, name,
       [&] {

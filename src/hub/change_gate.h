@@ -63,14 +63,12 @@ class ChangeGate {
   Result<meta::CommitReply> CommitChunkMap(uint64_t origin, const vfs::Credentials& cred,
                                            const vfs::Handle& h, const meta::ChunkMapUpdate& update,
                                            NoWaitChange* no_wait = nullptr);
+  // `reserved_ino` not 0: the file gets that reserved number
+  // (Namespace::CreateReserved).
   Result<vfs::CreateReply> Create(uint64_t origin, const vfs::Credentials& cred,
                                   const vfs::Handle& dir, std::string_view name,
-                                  const vfs::CreateRequest& req, NoWaitChange* no_wait = nullptr);
-  // Create as reserved inode `ino` (Namespace::CreateReserved).
-  Result<vfs::CreateReply> CreateReserved(uint64_t origin, const vfs::Credentials& cred,
-                                          const vfs::Handle& dir, std::string_view name,
-                                          const vfs::CreateRequest& req, uint64_t ino,
-                                          NoWaitChange* no_wait = nullptr);
+                                  const vfs::CreateRequest& req, NoWaitChange* no_wait = nullptr,
+                                  uint64_t reserved_ino = 0);
   Result<vfs::CreateReply> Mkdir(uint64_t origin, const vfs::Credentials& cred,
                                  const vfs::Handle& dir, std::string_view name,
                                  const vfs::SetAttrs& attrs, NoWaitChange* no_wait = nullptr);
@@ -108,11 +106,6 @@ class ChangeGate {
   // It is read again once the change has begun, so it costs one read, not
   // a lookup with attributes and permission checks.
   void AddChild(const vfs::Handle& dir, std::string_view name, Inos* out);
-  // Create (`reserved_ino` 0) or CreateReserved.
-  Result<vfs::CreateReply> CreateFile(uint64_t origin, const vfs::Credentials& cred,
-                                      const vfs::Handle& dir, std::string_view name,
-                                      const vfs::CreateRequest& req, uint64_t reserved_ino,
-                                      NoWaitChange* no_wait);
   Result<vfs::CreateReply> CreateLike(uint64_t origin, const vfs::Handle& dir,
                                       std::string_view name, const std::function<Inos()>& affected,
                                       const std::function<Result<vfs::CreateReply>()>& op,

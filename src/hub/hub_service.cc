@@ -430,10 +430,7 @@ Status HubService::ApplyCreate(uint64_t origin, const v1::CreateRequest* req,
         }
         std::copy(req->verifier().begin(), req->verifier().end(), create.verifier.begin());
       }
-      reply = req->reserved_ino() != 0
-                  ? gate_.CreateReserved(origin, cred, dir, req->name(), create,
-                                         req->reserved_ino(), no_wait)
-                  : gate_.Create(origin, cred, dir, req->name(), create, no_wait);
+      reply = gate_.Create(origin, cred, dir, req->name(), create, no_wait, req->reserved_ino());
       break;
     }
     case vfs::FileType::kDirectory:
