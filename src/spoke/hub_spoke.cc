@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cache/chunk_cache.h"
+#include "spoke/create_log.h"
 #include "spoke/hub_link.h"
 #include "spoke/metrics_http.h"
 #include "spoke/spoke_backend.h"
@@ -43,6 +44,12 @@ Result<std::unique_ptr<HubSpoke>> HubSpoke::Open(const HubSpokeOptions& options,
 
   GEOFS_ASSIGN_OR_RETURN(spoke->chunks_, OpenChunkCache(options));
   GEOFS_ASSIGN_OR_RETURN(spoke->journal_, OpenJournal(options));
+  std::vector<LoggedCreate> recovered_creates;
+  std::filesystem::create_directories(options.cache_dir + "/creates", ec);
+  if (ec) return Status::IoError("cache dir " + options.cache_dir + ": " + ec.message());
+  GEOFS_ASSIGN_OR_RETURN(
+      spoke->creates_,
+      CreateLog::Open(CreateLogOptions{options.cache_dir + "/creates/log"}, &recovered_creates));
 
   HubLinkOptions link_options;
   link_options.address = options.hub;
@@ -53,6 +60,10 @@ Result<std::unique_ptr<HubSpoke>> HubSpoke::Open(const HubSpokeOptions& options,
   SpokeBackendOptions backend_options;
   backend_options.portal = options.portal;
   backend_options.immutable = options.immutable;
+  backend_options.create_log = spoke->creates_.get();
+  backend_options.recovered_creates = std::move(recovered_creates);
+  backend_options.local_creates = options.local_creates;
+  backend_options.local_create_delay = options.local_create_delay;
   // The portal must resolve before we serve; retry while the hub starts.
   auto deadline = std::chrono::steady_clock::now() + connect_timeout;
   while (true) {
@@ -126,6 +137,11 @@ SpokeCounters HubSpoke::Counters() const {
   c.journal_files = journal.pending_files;
   c.journal_bytes = journal.pending_bytes;
   c.journal_log_bytes = journal.log_bytes;
+  c.local_creates = s.local_creates;
+  c.local_creates_pending = s.local_creates_pending;
+  c.local_creates_cancelled = s.local_creates_cancelled;
+  c.local_create_conflicts = s.local_create_conflicts;
+  c.local_creates_lost = s.local_creates_lost;
   // A transport failure marks the link down; an open session means up; a
   // hub that answers without a session is being re-established.
   if (!link.connected) {

@@ -4,8 +4,10 @@
 // same counters as JSON, what `geofsctl --spoke ADDR stats` reads). Layout of the cache directory:
 //   chunks/   the chunk cache        journal/  the write journal
 //   state/    spoke id, last session, the file-handle key
+//   creates/  the log of creates answered here, not yet at the hub
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -24,6 +26,7 @@ namespace geofs::spoke {
 class HubLink;
 class SpokeBackend;
 class WriteJournal;
+class CreateLog;
 class MetricsHttpServer;
 
 struct HubSpokeOptions {
@@ -32,6 +35,9 @@ struct HubSpokeOptions {
   std::string cache_dir;
   uint64_t cache_bytes = 0;  // 0: up to 90% of the cache file system
   bool immutable = false;
+  // Answer CREATEs here under the directory's lease (write-behind).
+  bool local_creates = false;
+  std::chrono::milliseconds local_create_delay{250};
   std::string metrics_address = "127.0.0.1";
   std::optional<uint16_t> metrics_port;
 };
@@ -62,6 +68,7 @@ class HubSpoke {
   std::unique_ptr<HubLink> link_;
   std::unique_ptr<cache::ChunkCache> chunks_;
   std::unique_ptr<WriteJournal> journal_;
+  std::unique_ptr<CreateLog> creates_;
   std::unique_ptr<SpokeBackend> backend_;
   std::unique_ptr<MetricsHttpServer> metrics_;
 };

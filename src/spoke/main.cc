@@ -34,6 +34,8 @@ struct Flags {
   std::string cache_dir;
   std::string cache_size;
   bool immutable = false;
+  bool local_creates = false;
+  uint32_t local_create_delay_ms = 250;
   std::optional<uint16_t> metrics_port;
   int hub_connect_timeout_s = 30;
   std::string listen = "127.0.0.1";
@@ -166,6 +168,8 @@ int RunHub(const Flags& flags, const sigset_t& stop_signals) {
   options.portal = nfs3::NormalizeExportPath(flags.portal);
   options.cache_dir = flags.cache_dir;
   options.immutable = flags.immutable;
+  options.local_creates = flags.local_creates;
+  options.local_create_delay = std::chrono::milliseconds(flags.local_create_delay_ms);
   options.metrics_port = flags.metrics_port;
   options.metrics_address = flags.listen;
   if (!flags.cache_size.empty()) {
@@ -213,6 +217,14 @@ int main(int argc, char** argv) {
   app.add_flag(
       "--immutable", flags.immutable,
       "Hub mode: serve cached data read-only while the hub is unreachable; refuse changes");
+  app.add_flag("--local-creates", flags.local_creates,
+               "Hub mode: answer CREATE, and SETATTR and REMOVE of such files, on the spoke "
+               "under the directory's lease, journalled, and send them to the hub shortly after "
+               "(write-behind; docs/coherence.md)");
+  app.add_option("--local-create-delay-ms", flags.local_create_delay_ms,
+                 "Hub mode: how long a create answered on the spoke waits before it is sent "
+                 "(a create removed meanwhile is never sent)")
+      ->capture_default_str();
   app.add_option("--metrics-port", flags.metrics_port,
                  "Hub mode: Prometheus text endpoint on --listen (0: pick a free one)");
   app.add_option("--hub-connect-timeout", flags.hub_connect_timeout_s,

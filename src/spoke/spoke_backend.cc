@@ -8,6 +8,7 @@
 #include "spoke/change_batcher.h"
 #include "spoke/chunk_fetcher.h"
 #include "spoke/journal_uploader.h"
+#include "spoke/local_creates.h"
 #include "spoke/metadata_cache.h"
 #include "spoke/spoke_backend_internal.h"
 #include "vfs/access.h"
@@ -19,6 +20,12 @@ using v1::Hub;
 namespace {
 // Changes waiting at once for files' journalled writes to reach the hub.
 constexpr size_t kFlusherThreads = 4;
+// How long an invalidation of a directory waits for the creates answered
+// here in it to reach the hub before it is acknowledged anyway (the hub
+// waits for the acknowledgement; a create of the same name elsewhere holds
+// that name until then, so ours would wait for it: after this it is kept
+// under another name instead, local_creates.h).
+constexpr std::chrono::seconds kInvalidationFlushWait{2};
 }  // namespace
 
 SpokeBackend::SpokeBackend(HubLink* link, cache::ChunkCache* cache, WriteJournal* journal,
@@ -31,7 +38,10 @@ SpokeBackend::SpokeBackend(HubLink* link, cache::ChunkCache* cache, WriteJournal
       fetcher_(std::make_unique<ChunkFetcher>(link, cache)),
       changes_(std::make_unique<ChangeBatcher>(link)) {}
 
-SpokeBackend::~SpokeBackend() = default;
+SpokeBackend::~SpokeBackend() {
+  // Its sends call back into the flushers and the caches: stop it first.
+  local_.reset();
+}
 
 Result<std::unique_ptr<SpokeBackend>> SpokeBackend::Open(HubLink* link, cache::ChunkCache* cache,
                                                          WriteJournal* journal,
@@ -46,6 +56,7 @@ Result<std::unique_ptr<SpokeBackend>> SpokeBackend::Open(HubLink* link, cache::C
   }
   backend->root_ = FromProto(resp.object().ref());
   if (journal) backend->StartUploader();
+  if (journal && backend->options_.create_log) backend->StartLocalCreates();
   return backend;
 }
 
@@ -67,15 +78,29 @@ void SpokeBackend::StartUploader() {
 void SpokeBackend::AttachSessionHandlers() {
   SessionHandlers handlers;
   handlers.invalidate = [this](const std::vector<uint64_t>& inos) {
-    for (uint64_t ino : inos) meta_->Invalidate(ino);
+    for (uint64_t ino : inos) {
+      meta_->Invalidate(ino);
+      // Another party changes the directory: what we created in it goes
+      // first, before the acknowledgement lets that change through.
+      if (HasLocal(LocalScope::kDir, ino)) {
+        local_->FlushAndWait(LocalScope::kDir, ino, kInvalidationFlushWait);
+      }
+    }
   };
   handlers.held = [this] { return meta_->Held(); };
   handlers.renewed = [this](const std::vector<uint64_t>& renewed, SteadyTime expiry,
                             const std::vector<uint64_t>& lost) {
     meta_->Renew(renewed, expiry);
-    for (uint64_t ino : lost) meta_->Invalidate(ino);
+    for (uint64_t ino : lost) {
+      meta_->Invalidate(ino);
+      if (HasLocal(LocalScope::kDir, ino)) local_->Flush(LocalScope::kDir, ino, [](Status) {});
+    }
   };
-  handlers.session_changed = [this] { meta_->Clear(); };
+  handlers.session_changed = [this] {
+    meta_->Clear();
+    // The old session's leases are gone: send what was created under them.
+    if (HasLocal(LocalScope::kAll, 0)) local_->Flush(LocalScope::kAll, 0, [](Status) {});
+  };
   link_->Start(std::move(handlers));
 }
 
@@ -100,6 +125,14 @@ SpokeStats SpokeBackend::Stats() const {
   s.session = link.session;
   s.immutable = options_.immutable;
   if (journal_) s.journal_bytes = journal_->Stats().pending_bytes;
+  if (local_) {
+    const LocalCreatesStats l = local_->Stats();
+    s.local_creates = l.created;
+    s.local_creates_pending = l.pending;
+    s.local_creates_cancelled = l.cancelled;
+    s.local_create_conflicts = l.conflicts;
+    s.local_creates_lost = l.lost;
+  }
   return s;
 }
 
@@ -111,6 +144,11 @@ Status SpokeBackend::CheckWritable() const {
 }
 
 vfs::Attr SpokeBackend::Patched(const FileKey& key, vfs::Attr attr) const {
+  if (local_ && attr.type == vfs::FileType::kDirectory) {
+    // Creates and removes answered here changed it (not yet at the hub).
+    if (auto t = local_->DirTime(key.ino, attr.ctime)) attr.mtime = attr.ctime = *t;
+    return attr;
+  }
   if (!journal_ || attr.type != vfs::FileType::kRegular) return attr;
   if (auto pending = journal_->Pending(key)) {
     attr.size = std::max(attr.size, pending->end);
@@ -127,6 +165,19 @@ Result<vfs::Handle> SpokeBackend::Root() { return MakeHandle(root_); }
 
 void SpokeBackend::FetchAttr(const vfs::Credentials& cred, const FileKey& key,
                              vfs::Callback<vfs::Attr> cb) {
+  if (local_) {
+    if (auto file = local_->Find(key.ino)) {
+      if (!file->in_flight) {
+        ++metadata_hits_;
+        return cb(file->attr);
+      }
+      return FlushLocal(LocalScope::kFile, key.ino,
+                        [this, cred, key, cb = std::move(cb)](Status s) mutable {
+                          if (!s.ok()) return cb(s);
+                          FetchAttr(cred, key, std::move(cb));
+                        });
+    }
+  }
   if (auto cached = meta_->GetAttr(key.ino, AllowExpired())) {
     ++metadata_hits_;
     return cb(Patched(key, *cached));
@@ -159,6 +210,15 @@ void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
                           std::string_view name, vfs::Callback<vfs::LookupReply> cb) {
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
+  if (LookupHere(cred, *dkey, name, cb)) return;
+  if (local_ && local_->FindName(dkey->ino, name)) {
+    // Being sent: the hub answers once it has it.
+    return FlushLocal(LocalScope::kDir, dkey->ino,
+                      [this, cred, dir, name = std::string(name), cb](Status s) {
+                        if (!s.ok()) return cb(s);
+                        Lookup(cred, dir, name, cb);
+                      });
+  }
   const bool allow = AllowExpired();
   auto child = meta_->Lookup(dkey->ino, name, allow);
   auto dir_attr = meta_->GetAttr(dkey->ino, allow);
@@ -248,6 +308,12 @@ void SpokeBackend::ReadLink(const vfs::Credentials& cred, const vfs::Handle& h,
                             vfs::Callback<vfs::ReadLinkReply> cb) {
   auto key = KeyOr(h, cb);
   if (!key) return;
+  if (HasLocal(LocalScope::kFile, key->ino)) {
+    return FlushLocal(LocalScope::kFile, key->ino, [this, cred, h, cb](Status s) {
+      if (!s.ok()) return cb(s);
+      ReadLink(cred, h, cb);
+    });
+  }
   const bool allow = AllowExpired();
   auto target = meta_->ReadLink(key->ino, allow);
   auto attr = meta_->GetAttr(key->ino, allow);
@@ -278,6 +344,13 @@ void SpokeBackend::ReadDir(const vfs::Credentials& cred, const vfs::Handle& dir,
                            const vfs::ReadDirRequest& rd, vfs::Callback<vfs::DirPage> cb) {
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
+  if (HasLocal(LocalScope::kDir, dkey->ino)) {
+    // A listing from the hub must hold what was created here.
+    return FlushLocal(LocalScope::kDir, dkey->ino, [this, cred, dir, rd, cb](Status s) {
+      if (!s.ok()) return cb(s);
+      ReadDir(cred, dir, rd, cb);
+    });
+  }
   const bool allow = AllowExpired();
   auto page = meta_->ReadDir(dkey->ino, rd.cookie, rd.max_entries, allow);
   auto dir_attr = meta_->GetAttr(dkey->ino, allow);

@@ -37,6 +37,7 @@
 #include "cache/chunk_cache.h"
 #include "geofs/clock.h"
 #include "geofs/vfs.h"
+#include "spoke/create_log.h"
 #include "spoke/write_journal.h"
 
 namespace geofs::v1 {
@@ -54,6 +55,7 @@ class MetadataCache;
 class ChunkFetcher;
 class ChangeBatcher;
 class JournalUploader;
+class LocalCreates;
 struct ChunkMap;
 
 struct SpokeBackendOptions {
@@ -65,6 +67,15 @@ struct SpokeBackendOptions {
   uint32_t readahead_chunks = 4;
   size_t max_cached_inodes = 1 << 20;
   Clock* clock = Clock::Real();  // REQUIRES: outlives the backend
+  // Write-behind of creates (docs/coherence.md): the log of creates
+  // answered here, and what it held at start (sent to the hub at once).
+  // Null: every create goes to the hub. REQUIRES: outlives the backend.
+  CreateLog* create_log = nullptr;
+  std::vector<LoggedCreate> recovered_creates;
+  // Answer CREATEs here when the directory's lease allows (needs
+  // create_log and a journal); else recovered creates are still sent.
+  bool local_creates = false;
+  std::chrono::milliseconds local_create_delay{250};
 };
 
 // Counters for stats and the metrics endpoint.
@@ -77,10 +88,15 @@ struct SpokeStats {
   uint64_t bytes_from_cache = 0;  // raw chunk bytes served from the cache
   uint64_t leases_held = 0;       // inodes with a live lease
   uint64_t invalidations = 0;
-  uint64_t hub_changes = 0;       // namespace changes sent to the hub
-  uint64_t hub_change_calls = 0;  // the calls that carried them
-  uint64_t changes_deferred = 0;  // deferred by the hub to wait for another spoke
-  uint64_t journal_bytes = 0;  // written, not yet committed at the hub
+  uint64_t hub_changes = 0;              // namespace changes sent to the hub
+  uint64_t hub_change_calls = 0;         // the calls that carried them
+  uint64_t changes_deferred = 0;         // deferred by the hub to wait for another spoke
+  uint64_t journal_bytes = 0;            // written, not yet committed at the hub
+  uint64_t local_creates = 0;            // CREATEs answered here (write-behind)
+  uint64_t local_creates_pending = 0;    // of those, not yet at the hub
+  uint64_t local_creates_cancelled = 0;  // removed before they were sent
+  uint64_t local_create_conflicts = 0;   // committed under another name
+  uint64_t local_creates_lost = 0;       // refused by the hub
   bool hub_connected = false;
   double hub_state_seconds = 0;  // how long the link has been in its state
   uint64_t session = 0;
@@ -185,6 +201,14 @@ class SpokeBackend : public vfs::Backend {
   // Sends the SETATTR; answers `cb` and drops the file's entries.
   void SetAttrAtHub(const vfs::Credentials& cred, const FileKey& key, const vfs::SetAttrs& attrs,
                     std::optional<WallTime> guard_ctime, vfs::Callback<vfs::Wcc> cb);
+  // Whether `name` is free in `dir`, from the hub (a complete listing of a
+  // small directory, else a lookup); either leaves it cached.
+  void LearnWhetherMissing(const vfs::Credentials& cred, const vfs::Handle& dir,
+                           const FileKey& dkey, std::string_view name,
+                           std::function<void(bool)> then);
+  // Create past the write-behind checks: to the hub.
+  void CreateAfterChecks(const vfs::Credentials& cred, const FileKey& dir, std::string_view name,
+                         const vfs::CreateRequest& create, vfs::Callback<vfs::CreateReply> cb);
   // Sends a CREATE-like request; answers `cb` and drops the directory's
   // entries.
   void CreateAtHub(const FileKey& dir, const v1::CreateRequest& req,
@@ -193,6 +217,25 @@ class SpokeBackend : public vfs::Backend {
   // victim's entries either way.
   void RemoveAtHub(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
                    bool directory, vfs::Callback<vfs::Wcc> cb);
+  // Write-behind of creates (spoke_backend_local.cc, local_creates.h).
+  void StartLocalCreates();
+  // True if `ino` (a file, a directory's files, or any: LocalScope) has
+  // creates answered here that the hub does not have yet.
+  bool HasLocal(LocalScope scope, uint64_t ino) const;
+  // Sends them first, then `then` on a flusher thread (kUnavailable if the
+  // hub could not take them yet: NFS3ERR_JUKEBOX, the client retries).
+  void FlushLocal(LocalScope scope, uint64_t ino, std::function<void(Status)> then);
+  // Answer here if the lease on `dir` allows; false: go to the hub.
+  bool TryCreateHere(const vfs::Credentials& cred, const FileKey& dir, std::string_view name,
+                     const vfs::CreateRequest& create, vfs::Callback<vfs::CreateReply>& cb);
+  bool TrySetAttrHere(const vfs::Credentials& cred, const FileKey& key, const vfs::SetAttrs& attrs,
+                      std::optional<WallTime> guard_ctime, vfs::Callback<vfs::Wcc>& cb);
+  bool TryRemoveHere(const vfs::Credentials& cred, const FileKey& dir, std::string_view name,
+                     vfs::Callback<vfs::Wcc>& cb);
+  // A file created here: its attributes, or false (then `cb` untouched).
+  bool LookupHere(const vfs::Credentials& cred, const FileKey& dir, std::string_view name,
+                  vfs::Callback<vfs::LookupReply>& cb);
+
   // Commits journalled writes preceding a truncation of the file `name`
   // in `dir` (CREATE over an existing file). Blocks: runs on flushers_.
   // REQUIRES: uploader_.
@@ -219,6 +262,8 @@ class SpokeBackend : public vfs::Backend {
   // Commits the journal at the hub in the background; null without a
   // journal. Stopped before the caches its hooks update go.
   std::unique_ptr<JournalUploader> uploader_;
+  // Creates answered here; null without create_log or journal.
+  std::unique_ptr<LocalCreates> local_;
   // Runs the changes that wait for a file's journalled writes to reach the
   // hub first (uploader_->Flush blocks). Last: its queued changes finish
   // before the uploader and the caches go.

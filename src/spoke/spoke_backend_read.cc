@@ -166,6 +166,12 @@ void SpokeBackend::Read(const vfs::Credentials& cred, const vfs::Handle& h, uint
                         uint32_t count, vfs::Callback<vfs::ReadReply> cb) {
   auto key = KeyOr(h, cb);
   if (!key) return;
+  if (HasLocal(LocalScope::kFile, key->ino)) {
+    return FlushLocal(LocalScope::kFile, key->ino, [this, cred, h, offset, count, cb](Status s) {
+      if (!s.ok()) return cb(s);
+      Read(cred, h, offset, count, cb);
+    });
+  }
   FetchChunkMap(cred, *key,
                 [this, key = *key, offset, count,
                  cb = std::move(cb)](Result<std::shared_ptr<const ChunkMap>> map) {

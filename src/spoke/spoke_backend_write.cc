@@ -14,10 +14,12 @@
 // truncation) flushes the file's pending writes before it is sent.
 #include <future>
 
+#include "common/logging.h"
 #include "common/worker_pool.h"
 #include "hub/proto_convert.h"
 #include "spoke/change_batcher.h"
 #include "spoke/journal_uploader.h"
+#include "spoke/local_creates.h"
 #include "spoke/metadata_cache.h"
 #include "spoke/spoke_backend.h"
 #include "spoke/spoke_backend_internal.h"
@@ -34,6 +36,8 @@ constexpr std::chrono::seconds kFlushTimeout{30};
 // Beyond a write's own bytes, what a journal append may need: a record
 // header, and a new segment's first block.
 constexpr uint64_t kJournalSlack = 1 << 20;
+// Entries in the directory page fetched to learn which names are free.
+constexpr uint32_t kListingPage = 512;
 // How long shutdown waits for the journal to reach the hub; what is left
 // is uploaded after the next start.
 constexpr std::chrono::seconds kShutdownFlushTimeout{20};
@@ -72,6 +76,14 @@ void SpokeBackend::SetAttr(const vfs::Credentials& cred, const vfs::Handle& h,
   auto key = KeyOr(h, cb);
   if (!key) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  if (HasLocal(LocalScope::kFile, key->ino)) {
+    if (TrySetAttrHere(cred, *key, attrs, guard_ctime, cb)) return;
+    return FlushLocal(LocalScope::kFile, key->ino,
+                      [this, cred, h, attrs, guard_ctime, cb](Status s) {
+                        if (!s.ok()) return cb(s);
+                        SetAttr(cred, h, attrs, guard_ctime, cb);
+                      });
+  }
   // Journalled writes came before this change: a truncation must cut them,
   // and an explicit mtime must not be overwritten when they reach the hub.
   if ((attrs.size || attrs.mtime_how != vfs::TimeUpdate::kDontChange) && uploader_ &&
@@ -135,7 +147,57 @@ void SpokeBackend::Create(const vfs::Credentials& cred, const vfs::Handle& dir,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
-  auto req = CreateRequestFor(cred, *dkey, name, v1::REGULAR, create.attrs);
+  if (local_) {
+    if (auto file = local_->FindName(dkey->ino, name)) {
+      // The name is a file created here: the hub decides, once it has it.
+      return FlushLocal(LocalScope::kFile, file->key.ino,
+                        [this, cred, dir, name = std::string(name), create, cb](Status s) {
+                          if (!s.ok()) return cb(s);
+                          Create(cred, dir, name, create, cb);
+                        });
+    }
+    if (TryCreateHere(cred, *dkey, name, create, cb)) return;
+    if (options_.local_creates && !meta_->KnownMissing(dkey->ino, name, false) &&
+        !meta_->Lookup(dkey->ino, name, false)) {
+      // Not known either way: ask the hub (which leases the directory), so
+      // that this and the next creates can be answered here.
+      return LearnWhetherMissing(
+          cred, dir, *dkey, name,
+          [this, cred, dkey = *dkey, name = std::string(name), create, cb](bool missing) mutable {
+            if (missing && TryCreateHere(cred, dkey, name, create, cb)) return;
+            CreateAfterChecks(cred, dkey, name, create, std::move(cb));
+          });
+    }
+  }
+  CreateAfterChecks(cred, *dkey, name, create, std::move(cb));
+}
+
+void SpokeBackend::LearnWhetherMissing(const vfs::Credentials& cred, const vfs::Handle& dir,
+                                       const FileKey& dkey, std::string_view name,
+                                       std::function<void(bool)> then) {
+  auto look_up = [this, cred, dir, name = std::string(name), then]() {
+    Lookup(cred, dir, name, [then](Result<vfs::LookupReply> found) {
+      then(found.status().code() == StatusCode::kNotFound);
+    });
+  };
+  if (meta_->ReadDir(dkey.ino, 0, kListingPage, false)) return look_up();
+  // A small directory's whole listing tells every name in one call (a job
+  // creating many files in a fresh directory asks nothing more); a large
+  // one's first page stays cached, and names are looked up one by one.
+  vfs::ReadDirRequest rd;
+  rd.max_entries = kListingPage;
+  rd.with_attrs = true;
+  ReadDir(cred, dir, rd,
+          [this, dino = dkey.ino, name = std::string(name), then, look_up](Result<vfs::DirPage>) {
+            if (meta_->KnownMissing(dino, name, false)) return then(true);
+            look_up();
+          });
+}
+
+void SpokeBackend::CreateAfterChecks(const vfs::Credentials& cred, const FileKey& dkey,
+                                     std::string_view name, const vfs::CreateRequest& create,
+                                     vfs::Callback<vfs::CreateReply> cb) {
+  auto req = CreateRequestFor(cred, dkey, name, v1::REGULAR, create.attrs);
   req.set_mode(static_cast<v1::CreateMode>(create.mode));
   if (create.mode == vfs::CreateMode::kExclusive) {
     req.set_verifier(create.verifier.data(), create.verifier.size());
@@ -144,14 +206,14 @@ void SpokeBackend::Create(const vfs::Credentials& cred, const vfs::Handle& dir,
   // journalled writes: that may wait, so it waits on a flusher thread.
   if (create.mode != vfs::CreateMode::kExclusive && create.attrs.size && uploader_ &&
       journal_->Stats().pending_files > 0) {
-    flushers_->Submit([this, cred, dkey = *dkey, name = std::string(name), req = std::move(req),
+    flushers_->Submit([this, cred, dkey, name = std::string(name), req = std::move(req),
                        cb = std::move(cb)]() mutable {
       if (Status s = FlushBeforeTruncate(cred, dkey, name); !s.ok()) return cb(s);
       CreateAtHub(dkey, req, std::move(cb));
     });
     return;
   }
-  CreateAtHub(*dkey, req, std::move(cb));
+  CreateAtHub(dkey, req, std::move(cb));
 }
 
 void SpokeBackend::Mkdir(const vfs::Credentials& cred, const vfs::Handle& dir,
@@ -160,6 +222,13 @@ void SpokeBackend::Mkdir(const vfs::Credentials& cred, const vfs::Handle& dir,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  if (HasLocal(LocalScope::kDir, dkey->ino)) {
+    return FlushLocal(LocalScope::kDir, dkey->ino,
+                      [this, cred, dir, name = std::string(name), attrs, cb](Status s) {
+                        if (!s.ok()) return cb(s);
+                        Mkdir(cred, dir, name, attrs, cb);
+                      });
+  }
   CreateAtHub(*dkey, CreateRequestFor(cred, *dkey, name, v1::DIRECTORY, attrs), std::move(cb));
 }
 
@@ -169,6 +238,14 @@ void SpokeBackend::Symlink(const vfs::Credentials& cred, const vfs::Handle& dir,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  if (HasLocal(LocalScope::kDir, dkey->ino)) {
+    return FlushLocal(LocalScope::kDir, dkey->ino,
+                      [this, cred, dir, name = std::string(name), target = std::string(target),
+                       attrs, cb](Status s) {
+                        if (!s.ok()) return cb(s);
+                        Symlink(cred, dir, name, target, attrs, cb);
+                      });
+  }
   auto req = CreateRequestFor(cred, *dkey, name, v1::SYMLINK, attrs);
   req.set_symlink_target(std::string(target));
   CreateAtHub(*dkey, req, std::move(cb));
@@ -180,6 +257,13 @@ void SpokeBackend::Mknod(const vfs::Credentials& cred, const vfs::Handle& dir,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  if (HasLocal(LocalScope::kDir, dkey->ino)) {
+    return FlushLocal(LocalScope::kDir, dkey->ino,
+                      [this, cred, dir, name = std::string(name), mknod, cb](Status s) {
+                        if (!s.ok()) return cb(s);
+                        Mknod(cred, dir, name, mknod, cb);
+                      });
+  }
   auto req = CreateRequestFor(cred, *dkey, name, hub::ToProto(mknod.type), mknod.attrs);
   req.set_rdev_major(mknod.rdev_major);
   req.set_rdev_minor(mknod.rdev_minor);
@@ -188,11 +272,32 @@ void SpokeBackend::Mknod(const vfs::Credentials& cred, const vfs::Handle& dir,
 
 void SpokeBackend::Remove(const vfs::Credentials& cred, const vfs::Handle& dir,
                           std::string_view name, vfs::Callback<vfs::Wcc> cb) {
+  if (local_) {
+    auto dkey = KeyOr(dir, cb);
+    if (!dkey) return;
+    if (Status s = CheckWritable(); !s.ok()) return cb(s);
+    if (auto file = local_->FindName(dkey->ino, name)) {
+      if (TryRemoveHere(cred, *dkey, name, cb)) return;
+      return FlushLocal(LocalScope::kFile, file->key.ino,
+                        [this, cred, dir, name = std::string(name), cb](Status s) {
+                          if (!s.ok()) return cb(s);
+                          Remove(cred, dir, name, cb);
+                        });
+    }
+  }
   RemoveAtHub(cred, dir, name, /*directory=*/false, std::move(cb));
 }
 
 void SpokeBackend::Rmdir(const vfs::Credentials& cred, const vfs::Handle& dir,
                          std::string_view name, vfs::Callback<vfs::Wcc> cb) {
+  // The directory removed may hold files created here.
+  if (HasLocal(LocalScope::kAll, 0)) {
+    return FlushLocal(LocalScope::kAll, 0,
+                      [this, cred, dir, name = std::string(name), cb](Status s) {
+                        if (!s.ok()) return cb(s);
+                        Rmdir(cred, dir, name, cb);
+                      });
+  }
   RemoveAtHub(cred, dir, name, /*directory=*/true, std::move(cb));
 }
 
@@ -226,6 +331,16 @@ void SpokeBackend::Rename(const vfs::Credentials& cred, const vfs::Handle& from_
   auto to = KeyOr(to_dir, cb);
   if (!to) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  // The object moved, the one replaced, or a directory moved may be or
+  // hold files created here: the hub must have them first.
+  if (HasLocal(LocalScope::kAll, 0)) {
+    return FlushLocal(LocalScope::kAll, 0,
+                      [this, cred, from_dir, from_name = std::string(from_name), to_dir,
+                       to_name = std::string(to_name), cb](Status s) {
+                        if (!s.ok()) return cb(s);
+                        Rename(cred, from_dir, from_name, to_dir, to_name, cb);
+                      });
+  }
   // The moved object's ctime and the replaced one's link count change.
   std::vector<uint64_t> touched = {from->ino, to->ino};
   if (auto moved = meta_->Lookup(from->ino, from_name, true)) touched.push_back(moved->ino);
@@ -257,6 +372,13 @@ void SpokeBackend::Link(const vfs::Credentials& cred, const vfs::Handle& file,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  if (HasLocal(LocalScope::kFile, fkey->ino) || HasLocal(LocalScope::kDir, dkey->ino)) {
+    return FlushLocal(LocalScope::kAll, 0,
+                      [this, cred, file, dir, name = std::string(name), cb](Status s) {
+                        if (!s.ok()) return cb(s);
+                        Link(cred, file, dir, name, cb);
+                      });
+  }
   auto req = WithCred<v1::LinkRequest>(cred);
   *req.mutable_file() = ToProto(*fkey);
   *req.mutable_dir() = ToProto(*dkey);
@@ -284,6 +406,14 @@ void SpokeBackend::Write(const vfs::Credentials& cred, const vfs::Handle& h, uin
   if (!key) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
   if (!uploader_) return cb(Status::NotSupported("this spoke has no write journal"));
+  if (HasLocal(LocalScope::kFile, key->ino)) {
+    // The uploader commits data to files the hub has.
+    return FlushLocal(LocalScope::kFile, key->ino,
+                      [this, cred, h, offset, data, stability, cb](Status s) {
+                        if (!s.ok()) return cb(s);
+                        Write(cred, h, offset, data, stability, cb);
+                      });
+  }
   auto attr = AttrSync(cred, *key);
   if (!attr.ok()) return cb(attr.status());
   if (Status s = vfs::CheckWrite(*attr, cred); !s.ok()) return cb(s);
@@ -314,11 +444,17 @@ void SpokeBackend::Write(const vfs::Credentials& cred, const vfs::Handle& h, uin
   cb(std::move(reply));
 }
 
-void SpokeBackend::Commit(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t, uint32_t,
-                          vfs::Callback<vfs::Wcc> cb) {
+void SpokeBackend::Commit(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t offset,
+                          uint32_t count, vfs::Callback<vfs::Wcc> cb) {
   auto key = KeyOr(h, cb);
   if (!key) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
+  if (HasLocal(LocalScope::kFile, key->ino)) {
+    return FlushLocal(LocalScope::kFile, key->ino, [this, cred, h, offset, count, cb](Status s) {
+      if (!s.ok()) return cb(s);
+      Commit(cred, h, offset, count, cb);
+    });
+  }
   vfs::Wcc wcc;
   if (uploader_) {
     if (Status s = journal_->Sync(); !s.ok()) return cb(s);
@@ -331,6 +467,9 @@ void SpokeBackend::Commit(const vfs::Credentials& cred, const vfs::Handle& h, ui
 }
 
 Status SpokeBackend::FlushAll() {
+  if (local_ && !local_->FlushAndWait(LocalScope::kAll, 0, kShutdownFlushTimeout)) {
+    GetLogger("spoke")->warn("creates left for the next start: the hub did not take them");
+  }
   if (!uploader_) return Status::Ok();
   Status status = uploader_->FlushAll(kShutdownFlushTimeout);
   uploader_->Stop();

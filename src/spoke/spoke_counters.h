@@ -47,6 +47,13 @@ struct SpokeCounters {
   uint64_t journal_bytes = 0;      // payload bytes pending
   uint64_t journal_log_bytes = 0;  // bytes the journal's log occupies on disk
 
+  // Write-behind of creates: CREATEs answered here, and what became of them.
+  uint64_t local_creates = 0;
+  uint64_t local_creates_pending = 0;    // not yet at the hub
+  uint64_t local_creates_cancelled = 0;  // removed before they were sent
+  uint64_t local_create_conflicts = 0;   // the name was taken: kept under another
+  uint64_t local_creates_lost = 0;       // refused by the hub
+
   HubLinkState hub_link = HubLinkState::kDown;
   double hub_state_seconds = 0;  // how long the link has been up / not up
   uint64_t session = 0;          // the hub session id; 0: none

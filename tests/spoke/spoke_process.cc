@@ -106,11 +106,13 @@ Status SpokeProcess::WaitJournalDrained(std::chrono::milliseconds timeout) const
     GEOFS_ASSIGN_OR_RETURN(auto metrics, Metrics());
     const double files = metrics["geofs_spoke_journal_files"];
     const double bytes = metrics["geofs_spoke_journal_bytes"];
-    if (files == 0 && bytes == 0) return Status::Ok();
+    const double creates = metrics["geofs_spoke_local_creates_pending"];
+    if (files == 0 && bytes == 0 && creates == 0) return Status::Ok();
     if (std::chrono::steady_clock::now() >= deadline) {
-      return Status(StatusCode::kDeadlineExceeded,
-                    "the spoke's journal still holds " + std::to_string(bytes) + " bytes of " +
-                        std::to_string(files) + " files");
+      return Status(StatusCode::kDeadlineExceeded, "the spoke's journal still holds " +
+                                                       std::to_string(bytes) + " bytes of " +
+                                                       std::to_string(files) + " files and " +
+                                                       std::to_string(creates) + " creates");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

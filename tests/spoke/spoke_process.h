@@ -44,8 +44,9 @@ class SpokeProcess {
   std::string Log() const;
   // The Prometheus counters, by name (labels dropped).
   Result<std::map<std::string, double>> Metrics() const;
-  // Waits until the write journal is empty and no file has pending writes
-  // (everything taken is committed at the hub); kDeadlineExceeded after
+  // Waits until the write journal is empty, no file has pending writes and
+  // no create answered by the spoke waits to be sent (everything taken is
+  // committed at the hub); kDeadlineExceeded after
   // `timeout`.
   Status WaitJournalDrained(std::chrono::milliseconds timeout) const;
 
