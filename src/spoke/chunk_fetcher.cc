@@ -113,9 +113,10 @@ void ChunkFetcher::Prefetch(const std::vector<chunk::ChunkId>& ids) {
   prefetched_ += wanted.size();
   misses_ += wanted.size();
   for (size_t i = 0; i < wanted.size(); i += kMaxIdsPerCall) {
-    FetchFromHub(std::vector<chunk::ChunkId>(
-                     wanted.begin() + i, wanted.begin() + std::min(wanted.size(), i + kMaxIdsPerCall)),
-                 Priority::kPrefetch);
+    FetchFromHub(
+        std::vector<chunk::ChunkId>(wanted.begin() + i,
+                                    wanted.begin() + std::min(wanted.size(), i + kMaxIdsPerCall)),
+        Priority::kPrefetch);
   }
 }
 

@@ -40,6 +40,7 @@ LocalCreates::LocalCreates(CreateLog* log, LocalCreatesHooks hooks, LocalCreates
     e.file.key = FileKey{c.ino, c.gen};
     e.file.dir = FromProto(e.file.request.dir());
     e.file.name = e.file.request.name();
+    e.file.attr_known = false;
     // Their attributes are not known here: sent at once, and until the
     // hub has them every operation on them waits.
     names_[e.file.dir.ino][e.file.name] = c.ino;
@@ -367,11 +368,14 @@ void LocalCreates::Flush(Scope scope, uint64_t ino, std::function<void(Status)> 
   Send(to_send);
 }
 
-bool LocalCreates::FlushAndWait(Scope scope, uint64_t ino, std::chrono::milliseconds timeout) {
-  auto done = std::make_shared<std::promise<void>>();
+Status LocalCreates::FlushAndWait(Scope scope, uint64_t ino, std::chrono::milliseconds timeout) {
+  auto done = std::make_shared<std::promise<Status>>();
   auto future = done->get_future();
-  Flush(scope, ino, [done](Status) { done->set_value(); });
-  return future.wait_for(timeout) == std::future_status::ready;
+  Flush(scope, ino, [done](Status s) { done->set_value(std::move(s)); });
+  if (future.wait_for(timeout) != std::future_status::ready) {
+    return Status::Unavailable("creates not yet at the hub");
+  }
+  return future.get();
 }
 
 void LocalCreates::SendLoop() {

@@ -61,9 +61,12 @@ struct LocalFile {
   std::string name;
   vfs::Attr attr;             // as answered to clients
   v1::CreateRequest request;  // what will be sent (reserved_ino set)
-  // Being sent (set by Find and FindName): no longer answered here;
-  // operations on it wait for the hub (Flush).
+  // Being sent (set by Find and FindName): changes to it wait for the hub
+  // (Flush); reads may still be answered from `attr`.
   bool in_flight = false;
+  // False for a create recovered from the log after a restart: `attr` is
+  // not known here, every operation on it waits for the hub.
+  bool attr_known = true;
 };
 
 struct LocalCreatesOptions {
@@ -152,8 +155,9 @@ class LocalCreates {
   // With nothing in scope `then` runs at once on this thread, else through
   // hooks.run.
   void Flush(Scope scope, uint64_t ino, std::function<void(Status)> then);
-  // Flush, waiting at most `timeout`. False if it timed out.
-  bool FlushAndWait(Scope scope, uint64_t ino, std::chrono::milliseconds timeout);
+  // Flush, waiting at most `timeout`: what `then` would get, or
+  // kUnavailable if it timed out.
+  Status FlushAndWait(Scope scope, uint64_t ino, std::chrono::milliseconds timeout);
 
   LocalCreatesStats Stats() const;
 

@@ -34,7 +34,8 @@ struct Flags {
   std::string cache_dir;
   std::string cache_size;
   bool immutable = false;
-  bool local_creates = false;
+  bool local_creates = false;  // --local-creates: the default, spelled out
+  bool no_local_creates = false;
   uint32_t local_create_delay_ms = 250;
   std::optional<uint16_t> metrics_port;
   int hub_connect_timeout_s = 30;
@@ -168,7 +169,7 @@ int RunHub(const Flags& flags, const sigset_t& stop_signals) {
   options.portal = nfs3::NormalizeExportPath(flags.portal);
   options.cache_dir = flags.cache_dir;
   options.immutable = flags.immutable;
-  options.local_creates = flags.local_creates;
+  options.local_creates = !flags.no_local_creates;
   options.local_create_delay = std::chrono::milliseconds(flags.local_create_delay_ms);
   options.metrics_port = flags.metrics_port;
   options.metrics_address = flags.listen;
@@ -217,10 +218,14 @@ int main(int argc, char** argv) {
   app.add_flag(
       "--immutable", flags.immutable,
       "Hub mode: serve cached data read-only while the hub is unreachable; refuse changes");
-  app.add_flag("--local-creates", flags.local_creates,
-               "Hub mode: answer CREATE, and SETATTR and REMOVE of such files, on the spoke "
-               "under the directory's lease, journalled, and send them to the hub shortly after "
-               "(write-behind; docs/coherence.md)");
+  auto* local_creates = app.add_flag(
+      "--local-creates", flags.local_creates,
+      "Hub mode (the default): answer CREATE (and SETATTR, WRITE and REMOVE of such files) on "
+      "the spoke under the directory's lease, journalled, and send them to the hub shortly "
+      "after (write-behind; docs/coherence.md)");
+  app.add_flag("--no-local-creates", flags.no_local_creates,
+               "Hub mode: send every CREATE to the hub before answering it")
+      ->excludes(local_creates);
   app.add_option("--local-create-delay-ms", flags.local_create_delay_ms,
                  "Hub mode: how long a create answered on the spoke waits before it is sent "
                  "(a create removed meanwhile is never sent)")

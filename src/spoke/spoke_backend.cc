@@ -26,6 +26,9 @@ constexpr size_t kFlusherThreads = 4;
 // that name until then, so ours would wait for it: after this it is kept
 // under another name instead, local_creates.h).
 constexpr std::chrono::seconds kInvalidationFlushWait{2};
+// How long the uploader waits for a file created here to reach the hub
+// before its data may follow (then it tries again later).
+constexpr std::chrono::seconds kLocalFlushWait{10};
 }  // namespace
 
 SpokeBackend::SpokeBackend(HubLink* link, cache::ChunkCache* cache, WriteJournal* journal,
@@ -55,14 +58,22 @@ Result<std::unique_ptr<SpokeBackend>> SpokeBackend::Open(HubLink* link, cache::C
     return Status::NotDirectory("portal " + backend->options_.portal);
   }
   backend->root_ = FromProto(resp.object().ref());
-  if (journal) backend->StartUploader();
-  if (journal && backend->options_.create_log) backend->StartLocalCreates();
+  if (journal) {
+    backend->flushers_ = std::make_unique<WorkerPool>(kFlusherThreads);
+    // Before the uploader: it sends recovered creates ahead of their data.
+    if (backend->options_.create_log) backend->StartLocalCreates();
+    backend->StartUploader();
+  }
   return backend;
 }
 
 void SpokeBackend::StartUploader() {
   UploaderHooks hooks;
   hooks.acquire_write = [this](const FileKey& key) {
+    // Data written to a file created here goes once the hub has the file.
+    if (HasLocal(LocalScope::kFile, key.ino)) {
+      GEOFS_RETURN_IF_ERROR(local_->FlushAndWait(LocalScope::kFile, key.ino, kLocalFlushWait));
+    }
     return link_->AcquireWrite(ToProto(key)).status();
   };
   hooks.release_write = [this](const FileKey& key) { link_->ReleaseWrite(ToProto(key)); };
@@ -72,7 +83,6 @@ void SpokeBackend::StartUploader() {
   };
   hooks.decorate = [this](grpc::ClientContext* ctx) { link_->Decorate(ctx); };
   uploader_ = std::make_unique<JournalUploader>(journal_, link_->channel(), std::move(hooks));
-  flushers_ = std::make_unique<WorkerPool>(kFlusherThreads);
 }
 
 void SpokeBackend::AttachSessionHandlers() {
@@ -83,7 +93,7 @@ void SpokeBackend::AttachSessionHandlers() {
       // Another party changes the directory: what we created in it goes
       // first, before the acknowledgement lets that change through.
       if (HasLocal(LocalScope::kDir, ino)) {
-        local_->FlushAndWait(LocalScope::kDir, ino, kInvalidationFlushWait);
+        (void)local_->FlushAndWait(LocalScope::kDir, ino, kInvalidationFlushWait);
       }
     }
   };
@@ -167,9 +177,9 @@ void SpokeBackend::FetchAttr(const vfs::Credentials& cred, const FileKey& key,
                              vfs::Callback<vfs::Attr> cb) {
   if (local_) {
     if (auto file = local_->Find(key.ino)) {
-      if (!file->in_flight) {
+      if (file->attr_known) {
         ++metadata_hits_;
-        return cb(file->attr);
+        return cb(Patched(key, file->attr));
       }
       return FlushLocal(LocalScope::kFile, key.ino,
                         [this, cred, key, cb = std::move(cb)](Status s) mutable {

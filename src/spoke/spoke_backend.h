@@ -178,7 +178,8 @@ class SpokeBackend : public vfs::Backend {
   SpokeBackend(HubLink* link, cache::ChunkCache* cache, WriteJournal* journal,
                SpokeBackendOptions options);
 
-  // Starts uploader_ over journal_. REQUIRES: journal_ != nullptr.
+  // Starts uploader_ over journal_. REQUIRES: journal_ != nullptr,
+  // flushers_, and local_ if there is to be one.
   void StartUploader();
   // Whether expired entries may serve: an immutable portal cut off.
   bool AllowExpired() const;
@@ -218,6 +219,7 @@ class SpokeBackend : public vfs::Backend {
   void RemoveAtHub(const vfs::Credentials& cred, const vfs::Handle& dir, std::string_view name,
                    bool directory, vfs::Callback<vfs::Wcc> cb);
   // Write-behind of creates (spoke_backend_local.cc, local_creates.h).
+  // REQUIRES: flushers_.
   void StartLocalCreates();
   // True if `ino` (a file, a directory's files, or any: LocalScope) has
   // creates answered here that the hub does not have yet.

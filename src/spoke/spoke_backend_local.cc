@@ -13,8 +13,9 @@
 // The permission rules are the hub's own (vfs/access.h), so the answer is
 // the one the hub would give. SETATTR of such a file (permission bits and
 // times, by a caller the rules allow) and REMOVE of it before it was sent
-// are answered here too; anything else touching it or its name first sends
-// it. Every answer waits for the create log's fdatasync.
+// are answered here too, as are WRITE and COMMIT (the journal takes the data;
+// the uploader sends the file before it); anything else touching it or its
+// name first sends it. Every answer waits for the create log's fdatasync.
 #include "common/worker_pool.h"
 #include "spoke/change_batcher.h"
 #include "spoke/local_creates.h"
@@ -183,7 +184,7 @@ bool SpokeBackend::LookupHere(const vfs::Credentials& cred, const FileKey& dir,
                               std::string_view name, vfs::Callback<vfs::LookupReply>& cb) {
   if (!local_) return false;
   auto file = local_->FindName(dir.ino, name);
-  if (!file || file->in_flight) return false;
+  if (!file || !file->attr_known) return false;
   auto dir_attr = meta_->GetAttr(dir.ino, false);
   if (!dir_attr) return false;
   ++metadata_hits_;
@@ -198,8 +199,12 @@ bool SpokeBackend::LookupHere(const vfs::Credentials& cred, const FileKey& dir,
 bool SpokeBackend::TrySetAttrHere(const vfs::Credentials& cred, const FileKey& key,
                                   const vfs::SetAttrs& attrs, std::optional<WallTime> guard_ctime,
                                   vfs::Callback<vfs::Wcc>& cb) {
-  if (attrs.size || attrs.uid || attrs.gid) return false;
+  // A truncation to 0 of the empty file (open with O_TRUNC) changes only
+  // its times; other sizes go to the hub.
+  if ((attrs.size && *attrs.size != 0) || attrs.uid || attrs.gid) return false;
   if (attrs.mode && (*attrs.mode & ~0777u) != 0) return false;
+  // Journalled writes first reach the hub, then the change (SetAttr).
+  if (journal_->Pending(key)) return false;
   vfs::Wcc wcc;
   Status answer;  // an error the rules give: the hub would give it too
   const WallTime now = options_.clock->WallNow();
@@ -216,7 +221,7 @@ bool SpokeBackend::TrySetAttrHere(const vfs::Credentials& cred, const FileKey& k
     vfs::Attr& a = file.attr;
     if (attrs.mode) a.mode = *attrs.mode;
     a.atime = TimeAfter(attrs.atime_how, attrs.atime, now, a.atime);
-    a.mtime = TimeAfter(attrs.mtime_how, attrs.mtime, now, a.mtime);
+    a.mtime = TimeAfter(attrs.mtime_how, attrs.mtime, now, attrs.size ? now : a.mtime);
     a.ctime = std::max(now, a.ctime);
     RecordAttrs(a, &file.request);
     wcc.after = a;
@@ -238,6 +243,8 @@ bool SpokeBackend::TryRemoveHere(const vfs::Credentials& cred, const FileKey& di
                                  std::string_view name, vfs::Callback<vfs::Wcc>& cb) {
   auto file = local_->FindName(dir.ino, name);
   if (!file || file->in_flight) return false;
+  // Written to: the hub gets the file and its data, then the REMOVE.
+  if (journal_->Pending(file->key)) return false;
   auto dir_attr = meta_->GetAttr(dir.ino, false);
   if (!dir_attr) return false;
   Status answer;

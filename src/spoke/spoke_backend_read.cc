@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "spoke/chunk_fetcher.h"
+#include "spoke/local_creates.h"
 #include "spoke/metadata_cache.h"
 #include "spoke/spoke_backend.h"
 #include "spoke/spoke_backend_internal.h"
@@ -136,6 +137,16 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
 
 void SpokeBackend::FetchChunkMap(const vfs::Credentials& cred, const FileKey& key,
                                  std::function<void(Result<std::shared_ptr<const ChunkMap>>)> cb) {
+  if (local_) {
+    // A file created here holds no data at the hub yet: only what the
+    // journal overlays.
+    if (auto file = local_->Find(key.ino); file && file->attr_known) {
+      if (Status s = vfs::CheckRead(file->attr, cred); !s.ok()) return cb(s);
+      auto map = std::make_shared<ChunkMap>();
+      map->attr = file->attr;
+      return cb(std::shared_ptr<const ChunkMap>(std::move(map)));
+    }
+  }
   if (auto cached = meta_->GetChunkMap(key.ino, AllowExpired())) {
     ++metadata_hits_;
     if (Status s = vfs::CheckRead(cached->attr, cred); !s.ok()) return cb(s);
@@ -166,7 +177,8 @@ void SpokeBackend::Read(const vfs::Credentials& cred, const vfs::Handle& h, uint
                         uint32_t count, vfs::Callback<vfs::ReadReply> cb) {
   auto key = KeyOr(h, cb);
   if (!key) return;
-  if (HasLocal(LocalScope::kFile, key->ino)) {
+  if (auto file = local_ ? local_->Find(key->ino) : std::nullopt; file && !file->attr_known) {
+    // Recovered after a restart: the hub must have it first.
     return FlushLocal(LocalScope::kFile, key->ino, [this, cred, h, offset, count, cb](Status s) {
       if (!s.ok()) return cb(s);
       Read(cred, h, offset, count, cb);

@@ -406,14 +406,6 @@ void SpokeBackend::Write(const vfs::Credentials& cred, const vfs::Handle& h, uin
   if (!key) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
   if (!uploader_) return cb(Status::NotSupported("this spoke has no write journal"));
-  if (HasLocal(LocalScope::kFile, key->ino)) {
-    // The uploader commits data to files the hub has.
-    return FlushLocal(LocalScope::kFile, key->ino,
-                      [this, cred, h, offset, data, stability, cb](Status s) {
-                        if (!s.ok()) return cb(s);
-                        Write(cred, h, offset, data, stability, cb);
-                      });
-  }
   auto attr = AttrSync(cred, *key);
   if (!attr.ok()) return cb(attr.status());
   if (Status s = vfs::CheckWrite(*attr, cred); !s.ok()) return cb(s);
@@ -444,17 +436,11 @@ void SpokeBackend::Write(const vfs::Credentials& cred, const vfs::Handle& h, uin
   cb(std::move(reply));
 }
 
-void SpokeBackend::Commit(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t offset,
-                          uint32_t count, vfs::Callback<vfs::Wcc> cb) {
+void SpokeBackend::Commit(const vfs::Credentials& cred, const vfs::Handle& h, uint64_t, uint32_t,
+                          vfs::Callback<vfs::Wcc> cb) {
   auto key = KeyOr(h, cb);
   if (!key) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
-  if (HasLocal(LocalScope::kFile, key->ino)) {
-    return FlushLocal(LocalScope::kFile, key->ino, [this, cred, h, offset, count, cb](Status s) {
-      if (!s.ok()) return cb(s);
-      Commit(cred, h, offset, count, cb);
-    });
-  }
   vfs::Wcc wcc;
   if (uploader_) {
     if (Status s = journal_->Sync(); !s.ok()) return cb(s);
@@ -467,7 +453,7 @@ void SpokeBackend::Commit(const vfs::Credentials& cred, const vfs::Handle& h, ui
 }
 
 Status SpokeBackend::FlushAll() {
-  if (local_ && !local_->FlushAndWait(LocalScope::kAll, 0, kShutdownFlushTimeout)) {
+  if (local_ && !local_->FlushAndWait(LocalScope::kAll, 0, kShutdownFlushTimeout).ok()) {
     GetLogger("spoke")->warn("creates left for the next start: the hub did not take them");
   }
   if (!uploader_) return Status::Ok();

@@ -237,6 +237,10 @@ void HubProcess::Kill() {
   if (child_) child_->Kill();
 }
 
+void HubProcess::Signal(int sig) {
+  if (child_ && child_->running()) ::kill(child_->pid(), sig);
+}
+
 std::string HubProcess::NfsUrl(uint32_t uid, uint32_t gid) const {
   return "nfs://127.0.0.1/?version=3&nfsport=" + std::to_string(nfs_port_) +
          "&mountport=" + std::to_string(mount_port_) +

@@ -93,6 +93,8 @@ class HubProcess {
   Status Stop();
   // SIGKILL.
   void Kill();
+  // Sends `sig` (SIGSTOP/SIGCONT to make it unreachable and back).
+  void Signal(int sig);
   bool running() const { return child_ && child_->running(); }
 
   const std::string& data_dir() const { return data_dir_; }

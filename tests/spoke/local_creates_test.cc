@@ -1,5 +1,6 @@
-// Write-behind of creates (geofs-spoked --local-creates), with a hub and two
-// spokes as processes: spoke A answers creates itself and sends them later;
+// Write-behind of creates (geofs-spoked --local-creates, the default), with a
+// hub and two spokes as processes: spoke A answers creates itself and sends
+// them later (B has --no-local-creates);
 // spoke B and the hub's own export see them once they are at the hub, with
 // the handle and attributes A answered. A create removed before it was sent
 // never reaches the hub; a change by another site to the directory sends
@@ -68,6 +69,8 @@ class LocalCreatesTest : public ::testing::Test {
         options.extra_args.insert(
             options.extra_args.end(),
             {"--local-creates", "--local-create-delay-ms", std::to_string(delay_ms)});
+      } else {
+        options.extra_args.push_back("--no-local-creates");
       }
       auto created = SpokeProcess::Create(options);
       ASSERT_TRUE(created.ok()) << created.status().ToString();
@@ -178,7 +181,8 @@ TEST_F(LocalCreatesTest, ACreateReachesTheHubWithTheHandleAndAttributesAnswered)
 
 TEST_F(LocalCreatesTest, OperationsOnAFileCreatedHereSendItFirst) {
   StartSpokes(kLongDelayMs);
-  // WRITE, READDIR and RENAME each need the hub to have the file.
+  // Its data (through the uploader), READDIR and RENAME each need the hub
+  // to have the file.
   ASSERT_TRUE(a_nfs_->WriteFile("/written.txt", "bytes").ok()) << a_nfs_->Error();
   Create(*a_nfs_, "/listed.txt");
   auto names = a_nfs_->ListNames("/");
@@ -196,6 +200,29 @@ TEST_F(LocalCreatesTest, OperationsOnAFileCreatedHereSendItFirst) {
   EXPECT_FALSE(b_nfs_->Stat("/renamed.txt").ok());
 }
 
+TEST_F(LocalCreatesTest, AFileCreatedAndWrittenHereIsServedHereWhileTheHubIsStopped) {
+  StartSpokes(/*delay_ms=*/100);
+  // Lease the portal's listing first: a create learns the name is free.
+  ASSERT_TRUE(a_nfs_->ListNames("/").ok());
+  hub_->Signal(SIGSTOP);
+  const std::string data(100'000, 'x');
+  Status written = a_nfs_->WriteFile("/offline.bin", data);
+  auto read = a_nfs_->ReadFile("/offline.bin");
+  auto st = a_nfs_->Stat("/offline.bin");
+  hub_->Signal(SIGCONT);
+  ASSERT_TRUE(written.ok()) << written.ToString() << "\n" << a_->Log();
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE(*read == data);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->nfs_size, data.size());
+  EXPECT_EQ(Metric(*a_, "geofs_spoke_local_creates_total"), 1);
+  ASSERT_TRUE(a_->WaitJournalDrained(std::chrono::seconds(20)).ok()) << a_->Log();
+  auto at_b = b_nfs_->ReadFile("/offline.bin");
+  ASSERT_TRUE(at_b.ok()) << at_b.status().ToString();
+  EXPECT_TRUE(*at_b == data);
+  EXPECT_EQ(b_nfs_->Stat("/offline.bin")->nfs_ino, st->nfs_ino);
+}
+
 TEST_F(LocalCreatesTest, AnotherSitesChangeToTheDirectorySendsTheCreatesFirst) {
   StartSpokes(kLongDelayMs);
   Create(*a_nfs_, "/first.txt");
@@ -204,7 +231,9 @@ TEST_F(LocalCreatesTest, AnotherSitesChangeToTheDirectorySendsTheCreatesFirst) {
   // its create before it acknowledges, so it commits first.
   Create(*b_nfs_, "/second.txt");
   auto first = hub_nfs_->Stat("/datasets/first.txt");
-  ASSERT_TRUE(first.ok()) << "A's create was not sent before B's change committed";
+  ASSERT_TRUE(first.ok()) << "A's create was not sent before B's change committed\n"
+                          << a_->Log() << "\n"
+                          << b_->Log();
   auto second = hub_nfs_->Stat("/datasets/second.txt");
   ASSERT_TRUE(second.ok());
   EXPECT_LE(first->nfs_ctime, second->nfs_ctime);
