@@ -104,7 +104,8 @@ Result<vfs::CreateReply> ChangeGate::CreateLike(uint64_t origin, const vfs::Hand
 Result<vfs::CreateReply> ChangeGate::Create(uint64_t origin, const vfs::Credentials& cred,
                                             const vfs::Handle& dir, std::string_view name,
                                             const vfs::CreateRequest& req, NoWaitChange* no_wait,
-                                            uint64_t reserved_ino) {
+                                            uint64_t reserved_ino,
+                                            std::optional<WallTime> answered_ctime) {
   return CreateLike(
       origin, dir, name,
       [&] {
@@ -114,8 +115,9 @@ Result<vfs::CreateReply> ChangeGate::Create(uint64_t origin, const vfs::Credenti
         return inos;
       },
       [&] {
-        return reserved_ino != 0 ? ns_->CreateReserved(cred, dir, name, req, reserved_ino)
-                                 : ns_->Create(cred, dir, name, req);
+        return reserved_ino != 0
+                   ? ns_->CreateReserved(cred, dir, name, req, reserved_ino, answered_ctime)
+                   : ns_->Create(cred, dir, name, req);
       },
       no_wait);
 }

@@ -63,12 +63,13 @@ class ChangeGate {
   Result<meta::CommitReply> CommitChunkMap(uint64_t origin, const vfs::Credentials& cred,
                                            const vfs::Handle& h, const meta::ChunkMapUpdate& update,
                                            NoWaitChange* no_wait = nullptr);
-  // `reserved_ino` not 0: the file gets that reserved number
-  // (Namespace::CreateReserved).
+  // `reserved_ino` not 0: the file gets that reserved number, and
+  // `answered_ctime` as its ctime (Namespace::CreateReserved).
   Result<vfs::CreateReply> Create(uint64_t origin, const vfs::Credentials& cred,
                                   const vfs::Handle& dir, std::string_view name,
                                   const vfs::CreateRequest& req, NoWaitChange* no_wait = nullptr,
-                                  uint64_t reserved_ino = 0);
+                                  uint64_t reserved_ino = 0,
+                                  std::optional<WallTime> answered_ctime = std::nullopt);
   Result<vfs::CreateReply> Mkdir(uint64_t origin, const vfs::Credentials& cred,
                                  const vfs::Handle& dir, std::string_view name,
                                  const vfs::SetAttrs& attrs, NoWaitChange* no_wait = nullptr);

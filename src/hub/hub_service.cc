@@ -430,7 +430,12 @@ Status HubService::ApplyCreate(uint64_t origin, const v1::CreateRequest* req,
         }
         std::copy(req->verifier().begin(), req->verifier().end(), create.verifier.begin());
       }
-      reply = gate_.Create(origin, cred, dir, req->name(), create, no_wait, req->reserved_ino());
+      std::optional<WallTime> answered_ctime;
+      if (req->reserved_ino() != 0 && req->has_answered_ctime()) {
+        answered_ctime = FromProto(req->answered_ctime());
+      }
+      reply = gate_.Create(origin, cred, dir, req->name(), create, no_wait, req->reserved_ino(),
+                           answered_ctime);
       break;
     }
     case vfs::FileType::kDirectory:

@@ -150,10 +150,14 @@ class Namespace {
   // reserved number no create has used yet (kInvalidArgument otherwise);
   // the number is used up in the same batch. If `name` already names `ino`
   // (a replay of a create that succeeded) it returns the file as it is;
-  // if it names another object, kAlreadyExists.
+  // if it names another object, kAlreadyExists. `answered_ctime`: the
+  // time a spoke answered the create before the hub had it (write-behind);
+  // the new file's ctime, so that a SETATTR guarded by what the spoke
+  // answered holds.
   Result<vfs::CreateReply> CreateReserved(const vfs::Credentials& cred, const vfs::Handle& dir,
                                           std::string_view name, const vfs::CreateRequest& req,
-                                          uint64_t ino);
+                                          uint64_t ino,
+                                          std::optional<WallTime> answered_ctime = std::nullopt);
   Result<vfs::CreateReply> Mkdir(const vfs::Credentials& cred, const vfs::Handle& dir,
                                  std::string_view name, const vfs::SetAttrs& attrs);
   Result<vfs::CreateReply> Symlink(const vfs::Credentials& cred, const vfs::Handle& dir,
@@ -310,7 +314,7 @@ class Namespace {
   // Create, and CreateReserved when `reserved_ino` is not 0.
   Result<vfs::CreateReply> CreateAs(const vfs::Credentials& cred, const vfs::Handle& dir,
                                     std::string_view name, const vfs::CreateRequest& req,
-                                    uint64_t reserved_ino);
+                                    uint64_t reserved_ino, std::optional<WallTime> answered_ctime);
   // Creates and links `name` in `dir`, owned by the caller, with `attrs`,
   // as inode `ino` (0: a fresh number).
   // REQUIRES: write_mu_ held, CheckDirWrite passed and `name` is free.

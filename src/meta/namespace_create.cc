@@ -53,24 +53,26 @@ Result<vfs::CreateReply> Namespace::CreateNode(const vfs::Credentials& cred,
 Result<vfs::CreateReply> Namespace::Create(const vfs::Credentials& cred,
                                            const vfs::Handle& dir_handle, std::string_view name,
                                            const vfs::CreateRequest& req) {
-  return CreateAs(cred, dir_handle, name, req, /*reserved_ino=*/0);
+  return CreateAs(cred, dir_handle, name, req, /*reserved_ino=*/0, std::nullopt);
 }
 
 Result<vfs::CreateReply> Namespace::CreateReserved(const vfs::Credentials& cred,
                                                    const vfs::Handle& dir_handle,
                                                    std::string_view name,
-                                                   const vfs::CreateRequest& req, uint64_t ino) {
+                                                   const vfs::CreateRequest& req, uint64_t ino,
+                                                   std::optional<WallTime> answered_ctime) {
   if (ino == 0) return Status::InvalidArgument("inode number 0 is never reserved");
   if (req.mode == vfs::CreateMode::kExclusive) {
     // The reserved number already makes a replay recognisable.
     return Status::InvalidArgument("an exclusive create cannot use a reserved inode number");
   }
-  return CreateAs(cred, dir_handle, name, req, ino);
+  return CreateAs(cred, dir_handle, name, req, ino, answered_ctime);
 }
 
 Result<vfs::CreateReply> Namespace::CreateAs(const vfs::Credentials& cred,
                                              const vfs::Handle& dir_handle, std::string_view name,
-                                             const vfs::CreateRequest& req, uint64_t reserved_ino) {
+                                             const vfs::CreateRequest& req, uint64_t reserved_ino,
+                                             std::optional<WallTime> answered_ctime) {
   GEOFS_RETURN_IF_ERROR(vfs::ValidateName(name));
   std::unique_lock lock(write_mu_);
   Txn txn(store_, Now(), stats_);
@@ -101,6 +103,7 @@ Result<vfs::CreateReply> Namespace::CreateAs(const vfs::Credentials& cred,
     } else {
       GEOFS_ASSIGN_OR_RETURN(
           file, MakeChild(txn, cred, dir, name, vfs::FileType::kRegular, req.attrs, reserved_ino));
+      if (answered_ctime) file->ctime = *answered_ctime;
     }
   }
   reply.object = EntryOf(*file);

@@ -221,9 +221,10 @@ void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (LookupHere(cred, *dkey, name, cb)) return;
-  if (local_ && local_->FindName(dkey->ino, name)) {
-    // Being sent: the hub answers once it has it.
-    return FlushLocal(LocalScope::kDir, dkey->ino,
+  if (auto ino = LocalInTheWay(*dkey, name)) {
+    // Not answerable here (recovered, or the directory is such a file):
+    // the hub answers once it has it.
+    return FlushLocal(LocalScope::kFile, *ino,
                       [this, cred, dir, name = std::string(name), cb](Status s) {
                         if (!s.ok()) return cb(s);
                         Lookup(cred, dir, name, cb);
@@ -281,6 +282,12 @@ void SpokeBackend::LookupParent(const vfs::Credentials& cred, const vfs::Handle&
                                 vfs::Callback<vfs::LookupReply> cb) {
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
+  if (HasLocal(LocalScope::kFile, dkey->ino)) {
+    return FlushLocal(LocalScope::kFile, dkey->ino, [this, cred, dir, cb](Status s) {
+      if (!s.ok()) return cb(s);
+      LookupParent(cred, dir, cb);
+    });
+  }
   if (*dkey == root_) {
     // The portal is the export's root: its parent is itself.
     return FetchAttr(cred, root_, [this, cb = std::move(cb)](Result<vfs::Attr> a) {
@@ -354,9 +361,12 @@ void SpokeBackend::ReadDir(const vfs::Credentials& cred, const vfs::Handle& dir,
                            const vfs::ReadDirRequest& rd, vfs::Callback<vfs::DirPage> cb) {
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
-  if (HasLocal(LocalScope::kDir, dkey->ino)) {
-    // A listing from the hub must hold what was created here.
-    return FlushLocal(LocalScope::kDir, dkey->ino, [this, cred, dir, rd, cb](Status s) {
+  if (HasLocal(LocalScope::kDir, dkey->ino) || HasLocal(LocalScope::kFile, dkey->ino)) {
+    // A listing from the hub must hold what was created here (and a file
+    // created here is not a directory: the hub says so once it has it).
+    const LocalScope scope =
+        HasLocal(LocalScope::kFile, dkey->ino) ? LocalScope::kFile : LocalScope::kDir;
+    return FlushLocal(scope, dkey->ino, [this, cred, dir, rd, cb](Status s) {
       if (!s.ok()) return cb(s);
       ReadDir(cred, dir, rd, cb);
     });
@@ -430,6 +440,12 @@ void SpokeBackend::FsStat(const vfs::Credentials& cred, const vfs::Handle& h,
                           vfs::Callback<vfs::FsStats> cb) {
   auto key = KeyOr(h, cb);
   if (!key) return;
+  if (HasLocal(LocalScope::kFile, key->ino)) {
+    return FlushLocal(LocalScope::kFile, key->ino, [this, cred, h, cb](Status s) {
+      if (!s.ok()) return cb(s);
+      FsStat(cred, h, cb);
+    });
+  }
   auto req = WithCred<v1::FsStatRequest>(cred);
   *req.mutable_ref() = ToProto(*key);
   link_->Call(&Hub::Stub::async::FsStat, std::move(req),

@@ -234,6 +234,10 @@ class SpokeBackend : public vfs::Backend {
                       std::optional<WallTime> guard_ctime, vfs::Callback<vfs::Wcc>& cb);
   bool TryRemoveHere(const vfs::Credentials& cred, const FileKey& dir, std::string_view name,
                      vfs::Callback<vfs::Wcc>& cb);
+  // What must reach the hub before an operation on `name` in `dir` may go
+  // there: `dir` itself, if it is a file created here (the hub answers
+  // NOTDIR once it has it), or the file created here as `name`.
+  std::optional<uint64_t> LocalInTheWay(const FileKey& dir, std::string_view name) const;
   // A file created here: its attributes, or false (then `cb` untouched).
   bool LookupHere(const vfs::Credentials& cred, const FileKey& dir, std::string_view name,
                   vfs::Callback<vfs::LookupReply>& cb);

@@ -17,6 +17,7 @@
 // the uploader sends the file before it); anything else touching it or its
 // name first sends it. Every answer waits for the create log's fdatasync.
 #include "common/worker_pool.h"
+#include "hub/proto_convert.h"
 #include "spoke/change_batcher.h"
 #include "spoke/local_creates.h"
 #include "spoke/metadata_cache.h"
@@ -44,8 +45,8 @@ WallTime TimeAfter(vfs::TimeUpdate how, const WallTime& given, const WallTime& n
   return keep;
 }
 
-// Writes `attr`'s permission bits and times into `req`'s attributes, so the
-// hub records what this spoke answered.
+// Writes `attr`'s permission bits and times into `req`, so the hub records
+// what this spoke answered (ctime too: clients guard SETATTRs with it).
 void RecordAttrs(const vfs::Attr& attr, v1::CreateRequest* req) {
   vfs::SetAttrs a;
   a.mode = attr.mode;
@@ -55,6 +56,7 @@ void RecordAttrs(const vfs::Attr& attr, v1::CreateRequest* req) {
   a.mtime = attr.mtime;
   req->clear_attrs();
   ToProto(a, req->mutable_attrs());
+  *req->mutable_answered_ctime() = hub::ToProto(attr.ctime);
 }
 
 }  // namespace
@@ -105,6 +107,14 @@ bool SpokeBackend::HasLocal(LocalScope scope, uint64_t ino) const {
       return !local_->empty();
   }
   return false;
+}
+
+std::optional<uint64_t> SpokeBackend::LocalInTheWay(const FileKey& dir,
+                                                    std::string_view name) const {
+  if (!local_) return std::nullopt;
+  if (local_->Find(dir.ino)) return dir.ino;
+  if (auto file = local_->FindName(dir.ino, name)) return file->key.ino;
+  return std::nullopt;
 }
 
 void SpokeBackend::FlushLocal(LocalScope scope, uint64_t ino, std::function<void(Status)> then) {

@@ -148,9 +148,10 @@ void SpokeBackend::Create(const vfs::Credentials& cred, const vfs::Handle& dir,
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
   if (local_) {
-    if (auto file = local_->FindName(dkey->ino, name)) {
-      // The name is a file created here: the hub decides, once it has it.
-      return FlushLocal(LocalScope::kFile, file->key.ino,
+    if (auto ino = LocalInTheWay(*dkey, name)) {
+      // The name (or the directory) is a file created here: the hub
+      // decides, once it has it.
+      return FlushLocal(LocalScope::kFile, *ino,
                         [this, cred, dir, name = std::string(name), create, cb](Status s) {
                           if (!s.ok()) return cb(s);
                           Create(cred, dir, name, create, cb);
@@ -222,8 +223,8 @@ void SpokeBackend::Mkdir(const vfs::Credentials& cred, const vfs::Handle& dir,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
-  if (HasLocal(LocalScope::kDir, dkey->ino)) {
-    return FlushLocal(LocalScope::kDir, dkey->ino,
+  if (auto ino = LocalInTheWay(*dkey, name)) {
+    return FlushLocal(LocalScope::kFile, *ino,
                       [this, cred, dir, name = std::string(name), attrs, cb](Status s) {
                         if (!s.ok()) return cb(s);
                         Mkdir(cred, dir, name, attrs, cb);
@@ -238,8 +239,8 @@ void SpokeBackend::Symlink(const vfs::Credentials& cred, const vfs::Handle& dir,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
-  if (HasLocal(LocalScope::kDir, dkey->ino)) {
-    return FlushLocal(LocalScope::kDir, dkey->ino,
+  if (auto ino = LocalInTheWay(*dkey, name)) {
+    return FlushLocal(LocalScope::kFile, *ino,
                       [this, cred, dir, name = std::string(name), target = std::string(target),
                        attrs, cb](Status s) {
                         if (!s.ok()) return cb(s);
@@ -257,8 +258,8 @@ void SpokeBackend::Mknod(const vfs::Credentials& cred, const vfs::Handle& dir,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
-  if (HasLocal(LocalScope::kDir, dkey->ino)) {
-    return FlushLocal(LocalScope::kDir, dkey->ino,
+  if (auto ino = LocalInTheWay(*dkey, name)) {
+    return FlushLocal(LocalScope::kFile, *ino,
                       [this, cred, dir, name = std::string(name), mknod, cb](Status s) {
                         if (!s.ok()) return cb(s);
                         Mknod(cred, dir, name, mknod, cb);
@@ -276,9 +277,9 @@ void SpokeBackend::Remove(const vfs::Credentials& cred, const vfs::Handle& dir,
     auto dkey = KeyOr(dir, cb);
     if (!dkey) return;
     if (Status s = CheckWritable(); !s.ok()) return cb(s);
-    if (auto file = local_->FindName(dkey->ino, name)) {
-      if (TryRemoveHere(cred, *dkey, name, cb)) return;
-      return FlushLocal(LocalScope::kFile, file->key.ino,
+    if (auto ino = LocalInTheWay(*dkey, name)) {
+      if (*ino != dkey->ino && TryRemoveHere(cred, *dkey, name, cb)) return;
+      return FlushLocal(LocalScope::kFile, *ino,
                         [this, cred, dir, name = std::string(name), cb](Status s) {
                           if (!s.ok()) return cb(s);
                           Remove(cred, dir, name, cb);
@@ -372,7 +373,8 @@ void SpokeBackend::Link(const vfs::Credentials& cred, const vfs::Handle& file,
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
-  if (HasLocal(LocalScope::kFile, fkey->ino) || HasLocal(LocalScope::kDir, dkey->ino)) {
+  if (HasLocal(LocalScope::kFile, fkey->ino) || HasLocal(LocalScope::kDir, dkey->ino) ||
+      HasLocal(LocalScope::kFile, dkey->ino)) {
     return FlushLocal(LocalScope::kAll, 0,
                       [this, cred, file, dir, name = std::string(name), cb](Status s) {
                         if (!s.ok()) return cb(s);

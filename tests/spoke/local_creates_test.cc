@@ -162,6 +162,9 @@ TEST_F(LocalCreatesTest, ACreateReachesTheHubWithTheHandleAndAttributesAnswered)
     EXPECT_EQ(st.nfs_mode & 07777, 0604u);
     EXPECT_EQ(st.nfs_mtime, 1'600'000'100u);
     EXPECT_EQ(st.nfs_atime, 1'600'000'000u);
+    // What clients guard SETATTRs with holds after the commit too.
+    EXPECT_EQ(st.nfs_ctime, answered->nfs_ctime);
+    EXPECT_EQ(st.nfs_ctime_nsec, answered->nfs_ctime_nsec);
     EXPECT_EQ(st.nfs_uid, answered->nfs_uid);
     EXPECT_EQ(st.nfs_gid, answered->nfs_gid);
     EXPECT_EQ(st.nfs_size, 0u);
