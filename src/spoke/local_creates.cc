@@ -171,6 +171,7 @@ std::vector<std::function<void(Status)>> LocalCreates::EraseLocked(uint64_t ino)
   auto it = files_.find(ino);
   if (it == files_.end()) return {};
   auto waiters = std::move(it->second.waiters);
+  if (it->second.conflicted) --renamed_;
   auto dir = names_.find(it->second.file.dir.ino);
   if (dir != names_.end()) {
     auto name = dir->second.find(it->second.file.name);
@@ -205,6 +206,7 @@ std::optional<LocalFile> LocalCreates::FindName(uint64_t dir, std::string_view n
 bool LocalCreates::HasDir(uint64_t dir) const {
   std::lock_guard lock(mu_);
   if (names_.count(dir) != 0) return true;
+  if (renamed_ == 0) return false;
   // A file renamed after a name clash is no longer under a name here.
   for (const auto& [ino, e] : files_) {
     if (e.file.dir.ino == dir) return true;
@@ -297,6 +299,7 @@ void LocalCreates::OnSent(uint64_t ino, Result<v1::CreateResponse> r) {
       if (names->second.empty()) names_.erase(names);
     }
     e.conflicted = true;
+    ++renamed_;
     e.file.name = other;
     e.file.request.set_name(other);
     std::string request;

@@ -205,6 +205,7 @@ class LocalCreates {
   bool reserving_ = false;                            // guarded by mu_
   SteadyTime reserve_after_{};                        // guarded by mu_: after a failed reservation
   size_t in_flight_ = 0;                              // guarded by mu_: sends not answered yet
+  size_t renamed_ = 0;       // guarded by mu_: files_ renamed after a clash (not in names_)
   LocalCreatesStats stats_;  // guarded by mu_ (pending, reserved: computed)
   std::thread sender_;
 };

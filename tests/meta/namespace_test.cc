@@ -383,10 +383,14 @@ TYPED_TEST(NamespaceTest, ReservedInodeNumbersMakeOneFileEach) {
   vfs::CreateRequest req;
   req.mode = vfs::CreateMode::kGuarded;
   req.attrs.mode = 0600;
-  auto made = this->ns_->CreateReserved(cred, this->root_, "a", req, first + 2);
+  // The ctime a spoke answered the create with becomes the file's.
+  const WallTime answered{1'650'000'000, 123};
+  auto made = this->ns_->CreateReserved(cred, this->root_, "a", req, first + 2, answered);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   EXPECT_EQ(made->object.handle, handle_of(2));
   EXPECT_EQ(made->object.attr.mode, 0600u);
+  EXPECT_EQ(made->object.attr.ctime, answered);
+  EXPECT_NE(made->dir_wcc.after->ctime, answered) << "the directory's is the hub's";
   auto looked = this->ns_->Lookup(cred, this->root_, "a");
   ASSERT_TRUE(looked.ok());
   EXPECT_EQ(looked->object.handle, handle_of(2));
