@@ -24,6 +24,8 @@
 #                         spoke-over-hub: the data is imported into a geofs-hubd (geofsctl
 #                         import) and served by geofs-spoked --hub from its chunk cache, warmed
 #                         by reading everything once through the spoke before the runs
+#   --spoke-arg ARG       pass ARG to geofs-spoked in spoke-over-hub mode (repeatable),
+#                         e.g. --spoke-arg --no-local-creates
 #   --no-build            use the binaries already in the build directory
 set -euo pipefail
 
@@ -43,6 +45,7 @@ LISTING_ENTRIES=5000
 RUN_GANESHA=1
 RUN_GEOFS=1
 GEOFS_MODE=standalone
+SPOKE_ARGS=()
 BUILD=1
 
 die() { echo "compare_ganesha: $*" >&2; exit 1; }
@@ -65,6 +68,7 @@ while [[ $# -gt 0 ]]; do
     --ganesha-only) RUN_GEOFS=0 ;;
     --geofs-only) RUN_GANESHA=0 ;;
     --geofs-mode) GEOFS_MODE=$2; shift ;;
+    --spoke-arg) SPOKE_ARGS+=("$2"); shift ;;
     --no-build) BUILD=0 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
@@ -262,7 +266,7 @@ start_geofs() {
     mkdir -p "$RUN_DIR/spoke-cache"
     "$SPOKED" --hub "$HUB_ADDR" --portal /bench --cache-dir "$RUN_DIR/spoke-cache" \
       --listen 127.0.0.1 --nfs-port "$F_NFS" --mount-port "$F_MNT" --squash none \
-      --log-level warn >"$OUT_DIR/geofs.log" 2>&1 &
+      "${SPOKE_ARGS[@]}" --log-level warn >"$OUT_DIR/geofs.log" 2>&1 &
     GEOFS_PID=$!
     if ! wait_for_port "$GEOFS_PID" "$F_NFS" 60 || ! wait_for_port "$GEOFS_PID" "$F_MNT" 5; then
       cat "$OUT_DIR/geofs.log" >&2 || true
@@ -398,7 +402,8 @@ median_json() {  # workload server -> path of the median round's JSON
   echo
   echo "command: bench/compare_ganesha.sh --connections $CONNECTIONS --qd $QD --duration $DURATION" \
     "--warmup $WARMUP --rounds $ROUNDS --file-size $FILE_SIZE --dataset-files $DATASET_FILES" \
-    "--listing-entries $LISTING_ENTRIES --geofs-mode $GEOFS_MODE"
+    "--listing-entries $LISTING_ENTRIES --geofs-mode $GEOFS_MODE" \
+    "${SPOKE_ARGS[@]/#/--spoke-arg }"
   echo "load average before/after: $LOAD_BEFORE / $(cut -d' ' -f1-3 /proc/loadavg)" \
     "(client and servers share the cores: anything else running skews the figures)"
   echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)," \
