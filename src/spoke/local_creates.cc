@@ -327,9 +327,11 @@ void LocalCreates::OnSent(uint64_t ino, Result<v1::CreateResponse> r) {
     ++stats_.lost;
   }
   if (Status s = log_->Drop(ino); !s.ok()) log->error("create log: {}", s.ToString());
+  // Before the name stops being ours: until the cache forgets the
+  // directory, it may still hold the name as missing.
+  hooks_.committed(dir, ino);
   auto waiters = EraseLocked(ino);
   lock.unlock();
-  hooks_.committed(dir, ino);
   Notify(std::move(waiters), Status::Ok());
 }
 

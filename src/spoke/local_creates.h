@@ -27,7 +27,7 @@
 //  - anything else (the directory removed, permission taken away while we
 //    were cut off): logged, counted as lost, dropped.
 //
-// Thread-safe. Hooks are called without the lock held.
+// Thread-safe. Hooks are called without the lock held, except `committed`.
 #pragma once
 
 #include <chrono>
@@ -88,8 +88,9 @@ struct LocalCreatesHooks {
   // Asks the hub for `count` reserved numbers.
   std::function<void(uint32_t count, std::function<void(Result<v1::ReserveInodesResponse>)>)>
       reserve;
-  // The file `ino` in `dir` is at the hub now: what is cached of both is
-  // out of date.
+  // The file `ino` in `dir` is at the hub now (or refused): what is cached
+  // of both is out of date. Called with the lock held, before the name
+  // stops being one of ours; must not call back into LocalCreates.
   std::function<void(const FileKey& dir, uint64_t ino)> committed;
   // Runs a continuation that may block (Flush's `then`).
   std::function<void(std::function<void()>)> run;
