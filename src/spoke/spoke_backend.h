@@ -32,6 +32,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "cache/buffer_pool.h"
 #include "cache/chunk_cache.h"
@@ -261,6 +262,10 @@ class SpokeBackend : public vfs::Backend {
   FileKey root_;
 
   std::atomic<uint64_t> metadata_hits_{0}, metadata_misses_{0};
+
+  std::mutex large_dirs_mu_;
+  // Directories whose listing is more than a page (LearnWhetherMissing).
+  std::unordered_set<uint64_t> large_dirs_;  // guarded by large_dirs_mu_
 
   std::mutex readahead_mu_;
   // Per file: where the next sequential read would start.

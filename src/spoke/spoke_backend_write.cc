@@ -38,6 +38,9 @@ constexpr std::chrono::seconds kFlushTimeout{30};
 constexpr uint64_t kJournalSlack = 1 << 20;
 // Entries in the directory page fetched to learn which names are free.
 constexpr uint32_t kListingPage = 512;
+// Directories known to hold more than one such page (their names are
+// looked up instead); forgotten all at once beyond this many.
+constexpr size_t kMaxLargeDirs = 4096;
 // How long shutdown waits for the journal to reach the hub; what is left
 // is uploaded after the next start.
 constexpr std::chrono::seconds kShutdownFlushTimeout{20};
@@ -181,18 +184,28 @@ void SpokeBackend::LearnWhetherMissing(const vfs::Credentials& cred, const vfs::
       then(found.status().code() == StatusCode::kNotFound);
     });
   };
+  {
+    std::lock_guard lock(large_dirs_mu_);
+    if (large_dirs_.count(dkey.ino) != 0) return look_up();
+  }
   if (meta_->ReadDir(dkey.ino, 0, kListingPage, false)) return look_up();
   // A small directory's whole listing tells every name in one call (a job
   // creating many files in a fresh directory asks nothing more); a large
-  // one's first page stays cached, and names are looked up one by one.
+  // one is remembered, and its names are looked up one by one.
   vfs::ReadDirRequest rd;
   rd.max_entries = kListingPage;
   rd.with_attrs = true;
-  ReadDir(cred, dir, rd,
-          [this, dino = dkey.ino, name = std::string(name), then, look_up](Result<vfs::DirPage>) {
-            if (meta_->KnownMissing(dino, name, false)) return then(true);
-            look_up();
-          });
+  ReadDir(
+      cred, dir, rd,
+      [this, dino = dkey.ino, name = std::string(name), then, look_up](Result<vfs::DirPage> page) {
+        if (meta_->KnownMissing(dino, name, false)) return then(true);
+        if (page.ok() && !page->eof) {
+          std::lock_guard lock(large_dirs_mu_);
+          if (large_dirs_.size() >= kMaxLargeDirs) large_dirs_.clear();
+          large_dirs_.insert(dino);
+        }
+        look_up();
+      });
 }
 
 void SpokeBackend::CreateAfterChecks(const vfs::Credentials& cred, const FileKey& dkey,

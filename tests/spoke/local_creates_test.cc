@@ -226,6 +226,22 @@ TEST_F(LocalCreatesTest, AFileCreatedAndWrittenHereIsServedHereWhileTheHubIsStop
   EXPECT_EQ(b_nfs_->Stat("/offline.bin")->nfs_ino, st->nfs_ino);
 }
 
+TEST_F(LocalCreatesTest, InALargeDirectoryFreeNamesAreLookedUp) {
+  // More entries than the one listing page a create reads to learn names.
+  hub::testing::TempDir big;
+  for (int i = 0; i < 600; ++i) std::ofstream(big.path() + "/f" + std::to_string(i));
+  auto imported = hub_->Ctl({"import", big.path(), "/datasets/big"});
+  ASSERT_TRUE(imported.ok() && imported->exit_code == 0);
+  StartSpokes(/*delay_ms=*/100);
+  for (int i = 0; i < 3; ++i) Create(*a_nfs_, "/big/new" + std::to_string(i));
+  Create(*a_nfs_, "/big/f7");  // exists: the hub answers (UNCHECKED)
+  EXPECT_EQ(Metric(*a_, "geofs_spoke_local_creates_total"), 3);
+  ASSERT_TRUE(a_->WaitJournalDrained(std::chrono::seconds(10)).ok());
+  auto names = b_nfs_->ListNames("/big");
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(names->size(), 603u + 2u);  // with "." and ".."
+}
+
 TEST_F(LocalCreatesTest, AnotherSitesChangeToTheDirectorySendsTheCreatesFirst) {
   StartSpokes(kLongDelayMs);
   Create(*a_nfs_, "/first.txt");
