@@ -89,12 +89,9 @@ class LocalCreatesTest : public ::testing::Test {
   }
 
   static double Metric(const SpokeProcess& spoke, const std::string& name) {
-    auto m = spoke.Metrics();
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
-    if (!m.ok()) return -1;
-    auto it = m->find(name);
-    EXPECT_NE(it, m->end()) << name;
-    return it == m->end() ? -1 : it->second;
+    auto value = spoke.Metric(name);
+    EXPECT_TRUE(value.ok()) << value.status().ToString();
+    return value.ok() ? *value : -1;
   }
 
   // CREATE of an empty file (no WRITE, which would send it at once).

@@ -100,6 +100,13 @@ Result<std::map<std::string, double>> SpokeProcess::Metrics() const {
   return geofs::testing::FetchSpokeMetrics(metrics_port_);
 }
 
+Result<double> SpokeProcess::Metric(const std::string& name) const {
+  GEOFS_ASSIGN_OR_RETURN(auto metrics, Metrics());
+  auto it = metrics.find(name);
+  if (it == metrics.end()) return Status::NotFound("no metric " + name);
+  return it->second;
+}
+
 Status SpokeProcess::WaitJournalDrained(std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {

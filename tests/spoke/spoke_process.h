@@ -44,6 +44,8 @@ class SpokeProcess {
   std::string Log() const;
   // The Prometheus counters, by name (labels dropped).
   Result<std::map<std::string, double>> Metrics() const;
+  // One of them; kNotFound if the spoke does not report it.
+  Result<double> Metric(const std::string& name) const;
   // Waits until the write journal is empty, no file has pending writes and
   // no create answered by the spoke waits to be sent (everything taken is
   // committed at the hub); kDeadlineExceeded after
