@@ -1,5 +1,6 @@
 #include "spoke/local_creates.h"
 
+#include <algorithm>
 #include <future>
 
 #include "common/logging.h"
@@ -15,6 +16,9 @@ std::string ConflictName(const std::string& name, uint64_t ino) {
   const size_t keep = std::min(name.size(), vfs::kMaxNameBytes - suffix.size());
   return name.substr(0, keep) + suffix;
 }
+
+// Directories whose times this spoke answered are kept at most this many.
+constexpr size_t kMaxDirTimes = 65536;
 
 // How long after a failed ReserveInodes the next is asked.
 constexpr std::chrono::seconds kReserveBackoff{10};
@@ -229,6 +233,9 @@ std::optional<WallTime> LocalCreates::DirTime(uint64_t dir, WallTime hub_ctime) 
 WallTime LocalCreates::TouchDir(uint64_t dir, WallTime hub_ctime) {
   WallTime now = options_.clock->WallNow();
   std::lock_guard lock(mu_);
+  // Forgetting them is safe (clients see the hub's time again: a change,
+  // so they revalidate); keeping all would grow without bound.
+  if (dir_times_.size() >= kMaxDirTimes && dir_times_.count(dir) == 0) dir_times_.clear();
   DirTimes& t = dir_times_[dir];
   if (t.hub_ctime == hub_ctime && now <= t.local) {
     // Every change answered here shows as a new time.
@@ -401,7 +408,9 @@ void LocalCreates::SendLoop() {
       lock.lock();
       continue;
     }
-    cv_.wait_for(lock, options_.delay / 4);
+    // Not a busy loop with --local-create-delay-ms 0.
+    cv_.wait_for(lock, std::max<std::chrono::milliseconds>(options_.delay / 4,
+                                                           std::chrono::milliseconds(1)));
   }
 }
 
