@@ -186,6 +186,11 @@ std::vector<std::function<void(Status)>> LocalCreates::EraseLocked(uint64_t ino)
   return waiters;
 }
 
+bool LocalCreates::Holds(uint64_t ino) const {
+  std::lock_guard lock(mu_);
+  return files_.count(ino) != 0;
+}
+
 std::optional<LocalFile> LocalCreates::Find(uint64_t ino) const {
   std::lock_guard lock(mu_);
   auto it = files_.find(ino);
@@ -376,7 +381,7 @@ void LocalCreates::Flush(Scope scope, uint64_t ino, std::function<void(Status)> 
       if (!e->sending) StartSendLocked(*e, &to_send);
     }
   }
-  if (join->left == 0) return join->then(Status::Ok());
+  if (join->left == 0) return hooks_.run([join] { join->then(Status::Ok()); });
   Send(to_send);
 }
 
@@ -418,7 +423,6 @@ LocalCreatesStats LocalCreates::Stats() const {
   std::lock_guard lock(mu_);
   LocalCreatesStats s = stats_;
   s.pending = files_.size();
-  s.reserved = numbers_.size();
   return s;
 }
 

@@ -103,7 +103,6 @@ struct LocalCreatesStats {
   uint64_t committed = 0;  // sent and committed at the hub
   uint64_t conflicts = 0;  // committed under another name
   uint64_t lost = 0;       // refused by the hub
-  uint64_t reserved = 0;   // reserved numbers on hand
 };
 
 class LocalCreates {
@@ -138,6 +137,8 @@ class LocalCreates {
   // Makes what was logged so far durable, then `done`.
   void SyncThen(std::function<void(Status)> done) { log_->SyncThen(std::move(done)); }
 
+  // Whether `ino` is one of ours (Find without the copy).
+  bool Holds(uint64_t ino) const;
   std::optional<LocalFile> Find(uint64_t ino) const;
   std::optional<LocalFile> FindName(uint64_t dir, std::string_view name) const;
   bool HasDir(uint64_t dir) const;
@@ -152,9 +153,8 @@ class LocalCreates {
 
   // Sends the files in scope (one file, a directory's, all) that are not
   // at the hub yet, and runs `then` once each is done with (committed,
-  // conflicted or lost: Ok; a send to try again later: kUnavailable).
-  // With nothing in scope `then` runs at once on this thread, else through
-  // hooks.run.
+  // conflicted or lost: Ok; a send to try again later: kUnavailable),
+  // always through hooks.run.
   void Flush(Scope scope, uint64_t ino, std::function<void(Status)> then);
   // Flush, waiting at most `timeout`: what `then` would get, or
   // kUnavailable if it timed out.
@@ -207,7 +207,7 @@ class LocalCreates {
   SteadyTime reserve_after_{};                        // guarded by mu_: after a failed reservation
   size_t in_flight_ = 0;                              // guarded by mu_: sends not answered yet
   size_t renamed_ = 0;       // guarded by mu_: files_ renamed after a clash (not in names_)
-  LocalCreatesStats stats_;  // guarded by mu_ (pending, reserved: computed)
+  LocalCreatesStats stats_;  // guarded by mu_ (pending: computed)
   std::thread sender_;
 };
 

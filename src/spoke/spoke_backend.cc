@@ -181,11 +181,11 @@ void SpokeBackend::FetchAttr(const vfs::Credentials& cred, const FileKey& key,
         ++metadata_hits_;
         return cb(Patched(key, file->attr));
       }
-      return FlushLocal(LocalScope::kFile, key.ino,
-                        [this, cred, key, cb = std::move(cb)](Status s) mutable {
-                          if (!s.ok()) return cb(s);
-                          FetchAttr(cred, key, std::move(cb));
-                        });
+      return local_->Flush(LocalScope::kFile, key.ino,
+                           [this, cred, key, cb = std::move(cb)](Status s) mutable {
+                             if (!s.ok()) return cb(s);
+                             FetchAttr(cred, key, std::move(cb));
+                           });
     }
   }
   if (auto cached = meta_->GetAttr(key.ino, AllowExpired())) {
@@ -224,11 +224,11 @@ void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
   if (auto ino = LocalInTheWay(*dkey, name)) {
     // Not answerable here (recovered, or the directory is such a file):
     // the hub answers once it has it.
-    return FlushLocal(LocalScope::kFile, *ino,
-                      [this, cred, dir, name = std::string(name), cb](Status s) {
-                        if (!s.ok()) return cb(s);
-                        Lookup(cred, dir, name, cb);
-                      });
+    return local_->Flush(LocalScope::kFile, *ino,
+                         [this, cred, dir, name = std::string(name), cb](Status s) {
+                           if (!s.ok()) return cb(s);
+                           Lookup(cred, dir, name, cb);
+                         });
   }
   const bool allow = AllowExpired();
   auto child = meta_->Lookup(dkey->ino, name, allow);
@@ -283,7 +283,7 @@ void SpokeBackend::LookupParent(const vfs::Credentials& cred, const vfs::Handle&
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
   if (HasLocal(LocalScope::kFile, dkey->ino)) {
-    return FlushLocal(LocalScope::kFile, dkey->ino, [this, cred, dir, cb](Status s) {
+    return local_->Flush(LocalScope::kFile, dkey->ino, [this, cred, dir, cb](Status s) {
       if (!s.ok()) return cb(s);
       LookupParent(cred, dir, cb);
     });
@@ -326,7 +326,7 @@ void SpokeBackend::ReadLink(const vfs::Credentials& cred, const vfs::Handle& h,
   auto key = KeyOr(h, cb);
   if (!key) return;
   if (HasLocal(LocalScope::kFile, key->ino)) {
-    return FlushLocal(LocalScope::kFile, key->ino, [this, cred, h, cb](Status s) {
+    return local_->Flush(LocalScope::kFile, key->ino, [this, cred, h, cb](Status s) {
       if (!s.ok()) return cb(s);
       ReadLink(cred, h, cb);
     });
@@ -361,15 +361,15 @@ void SpokeBackend::ReadDir(const vfs::Credentials& cred, const vfs::Handle& dir,
                            const vfs::ReadDirRequest& rd, vfs::Callback<vfs::DirPage> cb) {
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
-  if (HasLocal(LocalScope::kDir, dkey->ino) || HasLocal(LocalScope::kFile, dkey->ino)) {
+  const bool local_file = HasLocal(LocalScope::kFile, dkey->ino);
+  if (local_file || HasLocal(LocalScope::kDir, dkey->ino)) {
     // A listing from the hub must hold what was created here (and a file
     // created here is not a directory: the hub says so once it has it).
-    const LocalScope scope =
-        HasLocal(LocalScope::kFile, dkey->ino) ? LocalScope::kFile : LocalScope::kDir;
-    return FlushLocal(scope, dkey->ino, [this, cred, dir, rd, cb](Status s) {
-      if (!s.ok()) return cb(s);
-      ReadDir(cred, dir, rd, cb);
-    });
+    return local_->Flush(local_file ? LocalScope::kFile : LocalScope::kDir, dkey->ino,
+                         [this, cred, dir, rd, cb](Status s) {
+                           if (!s.ok()) return cb(s);
+                           ReadDir(cred, dir, rd, cb);
+                         });
   }
   const bool allow = AllowExpired();
   auto page = meta_->ReadDir(dkey->ino, rd.cookie, rd.max_entries, allow);
@@ -441,7 +441,7 @@ void SpokeBackend::FsStat(const vfs::Credentials& cred, const vfs::Handle& h,
   auto key = KeyOr(h, cb);
   if (!key) return;
   if (HasLocal(LocalScope::kFile, key->ino)) {
-    return FlushLocal(LocalScope::kFile, key->ino, [this, cred, h, cb](Status s) {
+    return local_->Flush(LocalScope::kFile, key->ino, [this, cred, h, cb](Status s) {
       if (!s.ok()) return cb(s);
       FsStat(cred, h, cb);
     });

@@ -223,14 +223,20 @@ class SpokeBackend : public vfs::Backend {
   // REQUIRES: flushers_.
   void StartLocalCreates();
   // True if `ino` (a file, a directory's files, or any: LocalScope) has
-  // creates answered here that the hub does not have yet.
+  // creates answered here that the hub does not have yet. Operations that
+  // need the hub to have them first go through local_->Flush, which
+  // continues on a flusher thread (kUnavailable if the hub could not take
+  // them yet: NFS3ERR_JUKEBOX, the client retries).
   bool HasLocal(LocalScope scope, uint64_t ino) const;
-  // Sends them first, then `then` on a flusher thread (kUnavailable if the
-  // hub could not take them yet: NFS3ERR_JUKEBOX, the client retries).
-  void FlushLocal(LocalScope scope, uint64_t ino, std::function<void(Status)> then);
-  // Answer here if the lease on `dir` allows; false: go to the hub.
-  bool TryCreateHere(const vfs::Credentials& cred, const FileKey& dir, std::string_view name,
-                     const vfs::CreateRequest& create, vfs::Callback<vfs::CreateReply>& cb);
+  // What TryCreateHere did.
+  enum class CreatedHere {
+    kAnswered,     // `cb` is answered
+    kNameUnknown,  // all else allows it, but whether `name` is free is not known
+    kNo,           // go to the hub
+  };
+  // Answers here if the lease on `dir` allows.
+  CreatedHere TryCreateHere(const vfs::Credentials& cred, const FileKey& dir, std::string_view name,
+                            const vfs::CreateRequest& create, vfs::Callback<vfs::CreateReply>& cb);
   bool TrySetAttrHere(const vfs::Credentials& cred, const FileKey& key, const vfs::SetAttrs& attrs,
                       std::optional<WallTime> guard_ctime, vfs::Callback<vfs::Wcc>& cb);
   bool TryRemoveHere(const vfs::Credentials& cred, const FileKey& dir, std::string_view name,
@@ -239,6 +245,9 @@ class SpokeBackend : public vfs::Backend {
   // there: `dir` itself, if it is a file created here (the hub answers
   // NOTDIR once it has it), or the file created here as `name`.
   std::optional<uint64_t> LocalInTheWay(const FileKey& dir, std::string_view name) const;
+  // The directory's weak cache consistency data for a change answered
+  // here: its times move (LocalCreates::TouchDir).
+  vfs::Wcc DirChangedHere(const FileKey& dir, const vfs::Attr& dir_attr);
   // A file created here: its attributes, or false (then `cb` untouched).
   bool LookupHere(const vfs::Credentials& cred, const FileKey& dir, std::string_view name,
                   vfs::Callback<vfs::LookupReply>& cb);

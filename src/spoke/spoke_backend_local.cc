@@ -59,7 +59,26 @@ void RecordAttrs(const vfs::Attr& attr, v1::CreateRequest* req) {
   *req->mutable_answered_ctime() = hub::ToProto(attr.ctime);
 }
 
+// Answers `cb` with `value` once what was logged is durable.
+template <typename T>
+void AnswerOnceDurable(LocalCreates& local, T value, const vfs::Callback<T>& cb) {
+  local.SyncThen([value = std::move(value), cb](Status s) mutable {
+    if (!s.ok()) return cb(s);
+    cb(std::move(value));
+  });
+}
+
 }  // namespace
+
+vfs::Wcc SpokeBackend::DirChangedHere(const FileKey& dir, const vfs::Attr& dir_attr) {
+  vfs::Wcc wcc;
+  const vfs::Attr before = Patched(dir, dir_attr);
+  wcc.before = vfs::ToWcc(before);
+  vfs::Attr after = before;
+  after.mtime = after.ctime = local_->TouchDir(dir.ino, dir_attr.ctime);
+  wcc.after = after;
+  return wcc;
+}
 
 void SpokeBackend::StartLocalCreates() {
   LocalCreatesHooks hooks;
@@ -100,7 +119,7 @@ bool SpokeBackend::HasLocal(LocalScope scope, uint64_t ino) const {
   if (!local_) return false;
   switch (scope) {
     case LocalScope::kFile:
-      return local_->Find(ino).has_value();
+      return local_->Holds(ino);
     case LocalScope::kDir:
       return local_->HasDir(ino);
     case LocalScope::kAll:
@@ -112,31 +131,25 @@ bool SpokeBackend::HasLocal(LocalScope scope, uint64_t ino) const {
 std::optional<uint64_t> SpokeBackend::LocalInTheWay(const FileKey& dir,
                                                     std::string_view name) const {
   if (!local_) return std::nullopt;
-  if (local_->Find(dir.ino)) return dir.ino;
+  if (local_->Holds(dir.ino)) return dir.ino;
   if (auto file = local_->FindName(dir.ino, name)) return file->key.ino;
   return std::nullopt;
 }
 
-void SpokeBackend::FlushLocal(LocalScope scope, uint64_t ino, std::function<void(Status)> then) {
-  local_->Flush(scope, ino, [this, then = std::move(then)](Status s) mutable {
-    // Flush runs `then` inline when nothing was pending (a race with the
-    // sender): keep the caller's thread free of blocking work either way.
-    flushers_->Submit([then = std::move(then), s] { then(s); });
-  });
-}
-
-bool SpokeBackend::TryCreateHere(const vfs::Credentials& cred, const FileKey& dir,
-                                 std::string_view name, const vfs::CreateRequest& create,
-                                 vfs::Callback<vfs::CreateReply>& cb) {
-  if (!local_ || !options_.local_creates) return false;
-  if (create.mode == vfs::CreateMode::kExclusive) return false;
+SpokeBackend::CreatedHere SpokeBackend::TryCreateHere(const vfs::Credentials& cred,
+                                                      const FileKey& dir, std::string_view name,
+                                                      const vfs::CreateRequest& create,
+                                                      vfs::Callback<vfs::CreateReply>& cb) {
+  using enum CreatedHere;
+  if (!local_ || !options_.local_creates) return kNo;
+  if (create.mode == vfs::CreateMode::kExclusive) return kNo;
   const vfs::SetAttrs& asked = create.attrs;
-  if ((asked.size && *asked.size != 0) || asked.uid || asked.gid) return false;
-  if (asked.mode && (*asked.mode & ~0777u) != 0) return false;
+  if ((asked.size && *asked.size != 0) || asked.uid || asked.gid) return kNo;
+  if (asked.mode && (*asked.mode & ~0777u) != 0) return kNo;
   auto dir_attr = meta_->GetAttr(dir.ino, false);
-  if (!dir_attr || dir_attr->type != vfs::FileType::kDirectory) return false;
-  if (!vfs::ValidateName(name).ok() || !vfs::CheckDirWrite(*dir_attr, cred).ok()) return false;
-  if (!meta_->KnownMissing(dir.ino, name, false) || !link_->state().connected) return false;
+  if (!dir_attr || dir_attr->type != vfs::FileType::kDirectory) return kNo;
+  if (!vfs::ValidateName(name).ok() || !vfs::CheckDirWrite(*dir_attr, cred).ok()) return kNo;
+  if (!link_->state().connected) return kNo;
 
   const vfs::NewOwnership own =
       vfs::NewObjectOwnership(*dir_attr, cred, vfs::FileType::kRegular, asked.mode.value_or(0));
@@ -147,9 +160,12 @@ bool SpokeBackend::TryCreateHere(const vfs::Credentials& cred, const FileKey& di
   attr.mode = own.mode;
   attr.uid = own.uid;
   attr.gid = own.gid;
-  if (!vfs::CheckSetAttr(attr, rest, cred).ok()) return false;
+  if (!vfs::CheckSetAttr(attr, rest, cred).ok()) return kNo;
+  if (!meta_->KnownMissing(dir.ino, name, false)) {
+    return meta_->Lookup(dir.ino, name, false) ? kNo : kNameUnknown;
+  }
   auto number = local_->TakeNumber();
-  if (!number) return false;
+  if (!number) return kNo;
   const WallTime now = options_.clock->WallNow();
   attr.nlink = 1;
   attr.fileid = number->ino;
@@ -170,15 +186,9 @@ bool SpokeBackend::TryCreateHere(const vfs::Credentials& cred, const FileKey& di
   file.request.set_reserved_ino(number->ino);
   RecordAttrs(attr, &file.request);
   Status added = local_->Add(file, [&] { return meta_->KnownMissing(dir.ino, name, false); });
-  if (!added.ok()) return false;  // the hub decides (the name is ours: sent first)
+  if (!added.ok()) return kNo;  // the hub decides (the name is ours: sent first)
 
-  vfs::CreateReply reply;
-  reply.object = vfs::Entry{MakeHandle(*number), attr};
-  const vfs::Attr before = Patched(dir, *dir_attr);
-  reply.dir_wcc.before = vfs::ToWcc(before);
-  vfs::Attr after = before;
-  after.mtime = after.ctime = local_->TouchDir(dir.ino, dir_attr->ctime);
-  reply.dir_wcc.after = after;
+  vfs::CreateReply reply{vfs::Entry{MakeHandle(*number), attr}, DirChangedHere(dir, *dir_attr)};
   local_->SyncThen([this, ino = number->ino, reply = std::move(reply), cb](Status s) mutable {
     if (!s.ok()) {
       // Not durable, so not answered: it must not reach the hub either.
@@ -187,7 +197,7 @@ bool SpokeBackend::TryCreateHere(const vfs::Credentials& cred, const FileKey& di
     }
     cb(std::move(reply));
   });
-  return true;
+  return kAnswered;
 }
 
 bool SpokeBackend::LookupHere(const vfs::Credentials& cred, const FileKey& dir,
@@ -242,10 +252,7 @@ bool SpokeBackend::TrySetAttrHere(const vfs::Credentials& cred, const FileKey& k
     return true;
   }
   if (!updated.ok()) return false;  // being sent (or I/O): the hub's way
-  local_->SyncThen([wcc = std::move(wcc), cb](Status s) mutable {
-    if (!s.ok()) return cb(s);
-    cb(std::move(wcc));
-  });
+  AnswerOnceDurable(*local_, std::move(wcc), cb);
   return true;
 }
 
@@ -267,16 +274,7 @@ bool SpokeBackend::TryRemoveHere(const vfs::Credentials& cred, const FileKey& di
     return true;
   }
   if (!cancelled.ok()) return false;
-  vfs::Wcc wcc;
-  const vfs::Attr before = Patched(dir, *dir_attr);
-  wcc.before = vfs::ToWcc(before);
-  vfs::Attr after = before;
-  after.mtime = after.ctime = local_->TouchDir(dir.ino, dir_attr->ctime);
-  wcc.after = after;
-  local_->SyncThen([wcc = std::move(wcc), cb](Status s) mutable {
-    if (!s.ok()) return cb(s);
-    cb(std::move(wcc));
-  });
+  AnswerOnceDurable(*local_, DirChangedHere(dir, *dir_attr), cb);
   return true;
 }
 

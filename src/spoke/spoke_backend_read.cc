@@ -137,15 +137,21 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
 
 void SpokeBackend::FetchChunkMap(const vfs::Credentials& cred, const FileKey& key,
                                  std::function<void(Result<std::shared_ptr<const ChunkMap>>)> cb) {
-  if (local_) {
+  if (auto file = local_ ? local_->Find(key.ino) : std::nullopt) {
+    if (!file->attr_known) {
+      // Recovered after a restart: the hub must have it first.
+      return local_->Flush(LocalScope::kFile, key.ino,
+                           [this, cred, key, cb = std::move(cb)](Status s) mutable {
+                             if (!s.ok()) return cb(s);
+                             FetchChunkMap(cred, key, std::move(cb));
+                           });
+    }
     // A file created here holds no data at the hub yet: only what the
     // journal overlays.
-    if (auto file = local_->Find(key.ino); file && file->attr_known) {
-      if (Status s = vfs::CheckRead(file->attr, cred); !s.ok()) return cb(s);
-      auto map = std::make_shared<ChunkMap>();
-      map->attr = file->attr;
-      return cb(std::shared_ptr<const ChunkMap>(std::move(map)));
-    }
+    if (Status s = vfs::CheckRead(file->attr, cred); !s.ok()) return cb(s);
+    auto map = std::make_shared<ChunkMap>();
+    map->attr = file->attr;
+    return cb(std::shared_ptr<const ChunkMap>(std::move(map)));
   }
   if (auto cached = meta_->GetChunkMap(key.ino, AllowExpired())) {
     ++metadata_hits_;
@@ -177,13 +183,6 @@ void SpokeBackend::Read(const vfs::Credentials& cred, const vfs::Handle& h, uint
                         uint32_t count, vfs::Callback<vfs::ReadReply> cb) {
   auto key = KeyOr(h, cb);
   if (!key) return;
-  if (auto file = local_ ? local_->Find(key->ino) : std::nullopt; file && !file->attr_known) {
-    // Recovered after a restart: the hub must have it first.
-    return FlushLocal(LocalScope::kFile, key->ino, [this, cred, h, offset, count, cb](Status s) {
-      if (!s.ok()) return cb(s);
-      Read(cred, h, offset, count, cb);
-    });
-  }
   FetchChunkMap(cred, *key,
                 [this, key = *key, offset, count,
                  cb = std::move(cb)](Result<std::shared_ptr<const ChunkMap>> map) {

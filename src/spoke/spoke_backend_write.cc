@@ -81,11 +81,11 @@ void SpokeBackend::SetAttr(const vfs::Credentials& cred, const vfs::Handle& h,
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
   if (HasLocal(LocalScope::kFile, key->ino)) {
     if (TrySetAttrHere(cred, *key, attrs, guard_ctime, cb)) return;
-    return FlushLocal(LocalScope::kFile, key->ino,
-                      [this, cred, h, attrs, guard_ctime, cb](Status s) {
-                        if (!s.ok()) return cb(s);
-                        SetAttr(cred, h, attrs, guard_ctime, cb);
-                      });
+    return local_->Flush(LocalScope::kFile, key->ino,
+                         [this, cred, h, attrs, guard_ctime, cb](Status s) {
+                           if (!s.ok()) return cb(s);
+                           SetAttr(cred, h, attrs, guard_ctime, cb);
+                         });
   }
   // Journalled writes came before this change: a truncation must cut them,
   // and an explicit mtime must not be overwritten when they reach the hub.
@@ -154,21 +154,23 @@ void SpokeBackend::Create(const vfs::Credentials& cred, const vfs::Handle& dir,
     if (auto ino = LocalInTheWay(*dkey, name)) {
       // The name (or the directory) is a file created here: the hub
       // decides, once it has it.
-      return FlushLocal(LocalScope::kFile, *ino,
-                        [this, cred, dir, name = std::string(name), create, cb](Status s) {
-                          if (!s.ok()) return cb(s);
-                          Create(cred, dir, name, create, cb);
-                        });
+      return local_->Flush(LocalScope::kFile, *ino,
+                           [this, cred, dir, name = std::string(name), create, cb](Status s) {
+                             if (!s.ok()) return cb(s);
+                             Create(cred, dir, name, create, cb);
+                           });
     }
-    if (TryCreateHere(cred, *dkey, name, create, cb)) return;
-    if (options_.local_creates && !meta_->KnownMissing(dkey->ino, name, false) &&
-        !meta_->Lookup(dkey->ino, name, false)) {
-      // Not known either way: ask the hub (which leases the directory), so
-      // that this and the next creates can be answered here.
+    const CreatedHere here = TryCreateHere(cred, *dkey, name, create, cb);
+    if (here == CreatedHere::kAnswered) return;
+    if (here == CreatedHere::kNameUnknown) {
+      // Ask the hub (which leases the directory), so that this and the
+      // next creates can be answered here.
       return LearnWhetherMissing(
           cred, dir, *dkey, name,
           [this, cred, dkey = *dkey, name = std::string(name), create, cb](bool missing) mutable {
-            if (missing && TryCreateHere(cred, dkey, name, create, cb)) return;
+            if (missing && TryCreateHere(cred, dkey, name, create, cb) == CreatedHere::kAnswered) {
+              return;
+            }
             CreateAfterChecks(cred, dkey, name, create, std::move(cb));
           });
     }
@@ -237,11 +239,11 @@ void SpokeBackend::Mkdir(const vfs::Credentials& cred, const vfs::Handle& dir,
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
   if (auto ino = LocalInTheWay(*dkey, name)) {
-    return FlushLocal(LocalScope::kFile, *ino,
-                      [this, cred, dir, name = std::string(name), attrs, cb](Status s) {
-                        if (!s.ok()) return cb(s);
-                        Mkdir(cred, dir, name, attrs, cb);
-                      });
+    return local_->Flush(LocalScope::kFile, *ino,
+                         [this, cred, dir, name = std::string(name), attrs, cb](Status s) {
+                           if (!s.ok()) return cb(s);
+                           Mkdir(cred, dir, name, attrs, cb);
+                         });
   }
   CreateAtHub(*dkey, CreateRequestFor(cred, *dkey, name, v1::DIRECTORY, attrs), std::move(cb));
 }
@@ -253,12 +255,12 @@ void SpokeBackend::Symlink(const vfs::Credentials& cred, const vfs::Handle& dir,
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
   if (auto ino = LocalInTheWay(*dkey, name)) {
-    return FlushLocal(LocalScope::kFile, *ino,
-                      [this, cred, dir, name = std::string(name), target = std::string(target),
-                       attrs, cb](Status s) {
-                        if (!s.ok()) return cb(s);
-                        Symlink(cred, dir, name, target, attrs, cb);
-                      });
+    return local_->Flush(LocalScope::kFile, *ino,
+                         [this, cred, dir, name = std::string(name), target = std::string(target),
+                          attrs, cb](Status s) {
+                           if (!s.ok()) return cb(s);
+                           Symlink(cred, dir, name, target, attrs, cb);
+                         });
   }
   auto req = CreateRequestFor(cred, *dkey, name, v1::SYMLINK, attrs);
   req.set_symlink_target(std::string(target));
@@ -272,11 +274,11 @@ void SpokeBackend::Mknod(const vfs::Credentials& cred, const vfs::Handle& dir,
   if (!dkey) return;
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
   if (auto ino = LocalInTheWay(*dkey, name)) {
-    return FlushLocal(LocalScope::kFile, *ino,
-                      [this, cred, dir, name = std::string(name), mknod, cb](Status s) {
-                        if (!s.ok()) return cb(s);
-                        Mknod(cred, dir, name, mknod, cb);
-                      });
+    return local_->Flush(LocalScope::kFile, *ino,
+                         [this, cred, dir, name = std::string(name), mknod, cb](Status s) {
+                           if (!s.ok()) return cb(s);
+                           Mknod(cred, dir, name, mknod, cb);
+                         });
   }
   auto req = CreateRequestFor(cred, *dkey, name, hub::ToProto(mknod.type), mknod.attrs);
   req.set_rdev_major(mknod.rdev_major);
@@ -292,11 +294,11 @@ void SpokeBackend::Remove(const vfs::Credentials& cred, const vfs::Handle& dir,
     if (Status s = CheckWritable(); !s.ok()) return cb(s);
     if (auto ino = LocalInTheWay(*dkey, name)) {
       if (*ino != dkey->ino && TryRemoveHere(cred, *dkey, name, cb)) return;
-      return FlushLocal(LocalScope::kFile, *ino,
-                        [this, cred, dir, name = std::string(name), cb](Status s) {
-                          if (!s.ok()) return cb(s);
-                          Remove(cred, dir, name, cb);
-                        });
+      return local_->Flush(LocalScope::kFile, *ino,
+                           [this, cred, dir, name = std::string(name), cb](Status s) {
+                             if (!s.ok()) return cb(s);
+                             Remove(cred, dir, name, cb);
+                           });
     }
   }
   RemoveAtHub(cred, dir, name, /*directory=*/false, std::move(cb));
@@ -306,11 +308,11 @@ void SpokeBackend::Rmdir(const vfs::Credentials& cred, const vfs::Handle& dir,
                          std::string_view name, vfs::Callback<vfs::Wcc> cb) {
   // The directory removed may hold files created here.
   if (HasLocal(LocalScope::kAll, 0)) {
-    return FlushLocal(LocalScope::kAll, 0,
-                      [this, cred, dir, name = std::string(name), cb](Status s) {
-                        if (!s.ok()) return cb(s);
-                        Rmdir(cred, dir, name, cb);
-                      });
+    return local_->Flush(LocalScope::kAll, 0,
+                         [this, cred, dir, name = std::string(name), cb](Status s) {
+                           if (!s.ok()) return cb(s);
+                           Rmdir(cred, dir, name, cb);
+                         });
   }
   RemoveAtHub(cred, dir, name, /*directory=*/true, std::move(cb));
 }
@@ -348,12 +350,12 @@ void SpokeBackend::Rename(const vfs::Credentials& cred, const vfs::Handle& from_
   // The object moved, the one replaced, or a directory moved may be or
   // hold files created here: the hub must have them first.
   if (HasLocal(LocalScope::kAll, 0)) {
-    return FlushLocal(LocalScope::kAll, 0,
-                      [this, cred, from_dir, from_name = std::string(from_name), to_dir,
-                       to_name = std::string(to_name), cb](Status s) {
-                        if (!s.ok()) return cb(s);
-                        Rename(cred, from_dir, from_name, to_dir, to_name, cb);
-                      });
+    return local_->Flush(LocalScope::kAll, 0,
+                         [this, cred, from_dir, from_name = std::string(from_name), to_dir,
+                          to_name = std::string(to_name), cb](Status s) {
+                           if (!s.ok()) return cb(s);
+                           Rename(cred, from_dir, from_name, to_dir, to_name, cb);
+                         });
   }
   // The moved object's ctime and the replaced one's link count change.
   std::vector<uint64_t> touched = {from->ino, to->ino};
@@ -388,11 +390,11 @@ void SpokeBackend::Link(const vfs::Credentials& cred, const vfs::Handle& file,
   if (Status s = CheckWritable(); !s.ok()) return cb(s);
   if (HasLocal(LocalScope::kFile, fkey->ino) || HasLocal(LocalScope::kDir, dkey->ino) ||
       HasLocal(LocalScope::kFile, dkey->ino)) {
-    return FlushLocal(LocalScope::kAll, 0,
-                      [this, cred, file, dir, name = std::string(name), cb](Status s) {
-                        if (!s.ok()) return cb(s);
-                        Link(cred, file, dir, name, cb);
-                      });
+    return local_->Flush(LocalScope::kAll, 0,
+                         [this, cred, file, dir, name = std::string(name), cb](Status s) {
+                           if (!s.ok()) return cb(s);
+                           Link(cred, file, dir, name, cb);
+                         });
   }
   auto req = WithCred<v1::LinkRequest>(cred);
   *req.mutable_file() = ToProto(*fkey);
