@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Hub import benchmark: `geofsctl import` into a geofs-hubd with the local
 # object store and with an S3 one (s3rver), side by side with `cp -r` (+ sync)
-# and `aws s3 sync` into the same s3rver, on three data sets; then gRPC
+# and `aws s3 sync` into the same s3rver, on four data sets; then gRPC
 # namespace ops/s (geofs-hub-ops). See docs/benchmarks.md, "Hub import".
 #
 #   bench/import_bench.sh [--quick] [--no-build] [--build-dir DIR] [--work DIR]
-#                         [--random-mib N] [--text-mib N] [--dedup-mib N]
+#                         [--random-mib N] [--text-mib N] [--dedup-mib N] [--small-mib N]
 #                         [--no-s3] [--no-ops] [--ops-duration S] [--ops-threads N]
 #                         [--out DIR]
 #
@@ -14,6 +14,7 @@
 #   text    JSON-lines text shards (compressible)
 #   dedup   v1: 30% of the bytes are duplicate files; v2: v1 after small edits.
 #           v1 is imported to /dedup-v1, then v2 to /dedup-v2 (both kept).
+#   small   many small files (4..64 KiB): the cost per file
 # Each tool writes into a fresh destination; source files are in the page
 # cache for every run (they were just generated or read).
 set -euo pipefail
@@ -24,6 +25,7 @@ work=/var/tmp/geofs-import-bench
 random_mib=200
 text_mib=150
 dedup_mib=100
+small_mib=50
 with_s3=1
 with_ops=1
 build=1
@@ -31,16 +33,17 @@ ops_duration=5
 ops_threads=8
 out=
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while (($#)); do
   case $1 in
-    --quick) random_mib=48; text_mib=32; dedup_mib=32; ops_duration=2 ;;
+    --quick) random_mib=48; text_mib=32; dedup_mib=32; small_mib=16; ops_duration=2 ;;
     --no-build) build=0 ;;
     --build-dir) build_dir=$2; shift ;;
     --work) work=$2; shift ;;
     --random-mib) random_mib=$2; shift ;;
     --text-mib) text_mib=$2; shift ;;
     --dedup-mib) dedup_mib=$2; shift ;;
+    --small-mib) small_mib=$2; shift ;;
     --no-s3) with_s3=0 ;;
     --no-ops) with_ops=0 ;;
     --ops-duration) ops_duration=$2; shift ;;
@@ -105,8 +108,9 @@ src_random=$(gen random "$random_mib")
 src_text=$(gen text "$text_mib")
 src_v1=$(gen dedup-v1 "$dedup_mib")
 src_v2=$(gen dedup-v2 "$dedup_mib")
+src_small=$(gen small "$small_mib")
 # Warm the page cache for every tool alike.
-find "$src_random" "$src_text" "$src_v1" "$src_v2" -type f -exec cat {} + >/dev/null
+find "$src_random" "$src_text" "$src_v1" "$src_v2" "$src_small" -type f -exec cat {} + >/dev/null
 
 # --- s3rver ---
 s3_port=
@@ -225,7 +229,7 @@ bench_set() {  # NAME SRC:HUB_PATH...
     geo_s3=$(rate "$s_s" "$logical")
   fi
   echo "| $name | $(mib "$logical") MiB | $(rate "$cp_s" "$logical") | $(rate "$g_s" "$logical") | $(ratio "$cp_s" "$g_s") | $(ratio "$g_stored" "$g_logical") | $aws_s | $geo_s3 |" >>"$table"
-  if [[ $name != random ]]; then
+  if [[ $name == text || $name == dedup ]]; then
     sum_stored=$((sum_stored + g_stored))
     sum_logical=$((sum_logical + g_logical))
   fi
@@ -234,6 +238,7 @@ bench_set() {  # NAME SRC:HUB_PATH...
 bench_set random "$src_random:/random"
 bench_set text "$src_text:/text"
 bench_set dedup "$src_v1:/dedup-v1" "$src_v2:/dedup-v2"
+bench_set small "$src_small:/small"
 echo >>"$table"
 echo "text + dedup combined: stored / logical = $(ratio "$sum_stored" "$sum_logical") (target <= 0.70)" >>"$table"
 

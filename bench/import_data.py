@@ -14,6 +14,9 @@ KIND:
   dedup-v2  the dedup-v1 set (same seed) after small edits: a few bytes
             overwritten in 20% of the files, a few bytes inserted in 10%,
             5% of the files removed and 5% new ones added.
+  small     many small files of 4..64 KiB of random bytes, 1000 per
+            directory (thumbnails, audio clips, one sample per file), where
+            the cost per file matters more than the cost per byte.
 
 The same KIND, MIB and seed always give the same bytes. DIR is created and
 must not exist.
@@ -47,6 +50,11 @@ def write(path, data):
 def make_random(out, total, rng):
     for i, size in enumerate(random_sizes(rng, total, 256 << 10, 8 * MIB)):
         write(os.path.join(out, f"samples/{i // 100:03d}/sample-{i:05d}.bin"), rng.randbytes(size))
+
+
+def make_small(out, total, rng):
+    for i, size in enumerate(random_sizes(rng, total, 4 << 10, 64 << 10)):
+        write(os.path.join(out, f"items/{i // 1000:03d}/item-{i:06d}.bin"), rng.randbytes(size))
 
 
 def vocabulary(rng, words):
@@ -119,7 +127,7 @@ def make_dedup(out, total, rng, version):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["random", "text", "dedup-v1", "dedup-v2"])
+    parser.add_argument("kind", choices=["random", "text", "dedup-v1", "dedup-v2", "small"])
     parser.add_argument("dir")
     parser.add_argument("mib", type=int)
     parser.add_argument("--seed", type=int, default=1)
@@ -133,6 +141,8 @@ def main():
         make_random(args.dir, total, rng)
     elif args.kind == "text":
         make_text(args.dir, total, rng)
+    elif args.kind == "small":
+        make_small(args.dir, total, rng)
     else:
         make_dedup(args.dir, total, rng, 1 if args.kind == "dedup-v1" else 2)
 

@@ -116,6 +116,10 @@ int Import(const HubClient& hub, const std::string& src, const std::string& dst,
       static_cast<unsigned long long>(s.files), static_cast<unsigned long long>(s.files_sent),
       static_cast<unsigned long long>(s.files_unchanged),
       static_cast<unsigned long long>(s.directories), static_cast<unsigned long long>(s.symlinks));
+  if (s.files_grouped > 0) {
+    std::printf("small files:      %llu created and committed in groups\n",
+                static_cast<unsigned long long>(s.files_grouped));
+  }
   std::printf("logical bytes:    %s (%llu)\n", HumanBytes(s.logical_bytes).c_str(),
               static_cast<unsigned long long>(s.logical_bytes));
   std::printf("read:             %s in %.1f s (%s/s)\n", HumanBytes(s.read_bytes).c_str(), secs,

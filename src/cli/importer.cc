@@ -18,6 +18,7 @@
 #include <unordered_set>
 
 #include "chunk/chunk_id.h"
+#include "hub/grpc_status.h"
 #include "hub/parallel.h"
 #include "hub/proto_convert.h"
 
@@ -28,6 +29,9 @@ constexpr int kMaxAttempts = 5;  // for calls that fail with kUnavailable
 constexpr auto kFirstBackoff = std::chrono::milliseconds(250);
 constexpr int kMaxCommitAttempts = 4;
 constexpr uint32_t kDirPage = 4096;
+// Small files per group: two changes each must fit in one ApplyChanges
+// batch (at most 1024 changes).
+constexpr size_t kMaxGroupFiles = 256;
 
 WallTime MtimeOf(const struct stat& st) {
   return {st.st_mtim.tv_sec, static_cast<uint32_t>(st.st_mtim.tv_nsec)};
@@ -153,15 +157,16 @@ class WorkQueue {
 };
 
 struct Counters {
-  std::atomic<uint64_t> files{0}, files_sent{0}, files_unchanged{0}, directories{0}, symlinks{0},
-      logical_bytes{0}, read_bytes{0}, chunks{0}, new_chunks{0}, new_raw_bytes{0},
-      new_stored_bytes{0}, removed{0};
+  std::atomic<uint64_t> files{0}, files_sent{0}, files_unchanged{0}, files_grouped{0},
+      directories{0}, symlinks{0}, logical_bytes{0}, read_bytes{0}, chunks{0}, new_chunks{0},
+      new_raw_bytes{0}, new_stored_bytes{0}, removed{0};
 
   ImportStats Snapshot() const {
     ImportStats s;
     s.files = files;
     s.files_sent = files_sent;
     s.files_unchanged = files_unchanged;
+    s.files_grouped = files_grouped;
     s.directories = directories;
     s.symlinks = symlinks;
     s.logical_bytes = logical_bytes;
@@ -256,9 +261,24 @@ class Importer::Impl {
                      const std::string& name, const struct stat& st,
                      std::optional<v1::Entry> existing);
   void ImportFile(const FileJob& job);
-  // Reads, chunks and hashes a file, sending its chunks batch by batch;
-  // kAborted if it changed while being read.
-  Status ReadAndUpload(const FileJob& job, std::vector<v1::Extent>* extents, struct stat* st);
+  // Queues a new small file for a group, submitting the group when full.
+  void AddToGroup(FileJob job, uint64_t size);
+  void SubmitGroup();
+  // Imports new small files together (see importer.h).
+  void ImportGroup(const std::vector<FileJob>& jobs);
+  // Creates and commits the files of a group in one ApplyChanges; the
+  // status of each file's pair of changes, in order.
+  Result<std::vector<Status>> CreateAndCommit(const std::vector<FileJob>& jobs,
+                                              const std::vector<struct stat>& stats,
+                                              const std::vector<std::vector<v1::Extent>>& extents);
+  // Reads, chunks and hashes a file into `batch`, sending the batch after
+  // each block read if `send_blocks`; kAborted if it changed while being
+  // read.
+  Status ReadFile(const FileJob& job, std::vector<v1::Extent>* extents, struct stat* st,
+                  Batch* batch, bool send_blocks);
+  // ReadFile, again once if the file changed while being read.
+  Status ReadStable(const FileJob& job, std::vector<v1::Extent>* extents, struct stat* st,
+                    Batch* batch, bool send_blocks);
   // Makes sure every chunk of `batch` is stored (sent by this call, or by
   // another that claimed it first) and empties it.
   Status SendBatch(Batch& batch);
@@ -287,6 +307,8 @@ class Importer::Impl {
   Status fatal_;                      // guarded by mu_
   std::vector<std::string> skipped_;  // guarded by mu_
   std::vector<DirAttrs> dir_attrs_;   // walk thread only
+  std::vector<FileJob> group_;        // walk thread only: small files to send together
+  uint64_t group_bytes_ = 0;          // walk thread only
 };
 
 Result<ImportReport> Importer::Impl::Run(const std::string& src_dir, const std::string& hub_path) {
@@ -299,6 +321,7 @@ Result<ImportReport> Importer::Impl::Run(const std::string& src_dir, const std::
   queue_ = std::make_unique<WorkQueue>(options_.workers, 2 * options_.workers);
   dir_attrs_.push_back({root.ref(), ".", root_st});
   ImportDir(src_dir, ".", root.ref());
+  SubmitGroup();
   queue_->Drain();
   queue_.reset();
   // Directory times last: creating and removing names moved them.
@@ -534,7 +557,11 @@ void Importer::Impl::ImportDir(const std::string& src, const std::string& rel,
           break;
         }
         FileJob job{child_src, child_rel, dir, c.name, existing};
-        queue_->Submit([this, job = std::move(job)] { ImportFile(job); });
+        if (!existing && static_cast<uint64_t>(c.st.st_size) <= options_.small_file_bytes) {
+          AddToGroup(std::move(job), c.st.st_size);
+        } else {
+          queue_->Submit([this, job = std::move(job)] { ImportFile(job); });
+        }
         break;
       }
       default:
@@ -577,21 +604,145 @@ void Importer::Impl::ImportFile(const FileJob& job) {
   if (failed()) return;
   std::vector<v1::Extent> extents;
   struct stat st;
-  Status s = ReadAndUpload(job, &extents, &st);
-  if (s.code() == StatusCode::kAborted) {
-    extents.clear();
-    s = ReadAndUpload(job, &extents, &st);
-    if (s.code() == StatusCode::kAborted) {
-      return Skip(job.rel, "changed while being read (twice): " + std::string(s.message()));
-    }
-  }
+  Batch batch;
+  Status s = ReadStable(job, &extents, &st, &batch, /*send_blocks=*/true);
+  if (s.code() == StatusCode::kAborted) return;  // skipped
   if (s.ok()) s = CommitFile(job, st, extents);
   if (!s.ok()) return Report(job.rel, s);
   ++counters_.files_sent;
 }
 
-Status Importer::Impl::ReadAndUpload(const FileJob& job, std::vector<v1::Extent>* extents,
-                                     struct stat* st) {
+void Importer::Impl::AddToGroup(FileJob job, uint64_t size) {
+  group_.push_back(std::move(job));
+  group_bytes_ += size;
+  if (group_.size() >= kMaxGroupFiles || group_bytes_ >= options_.batch_bytes) SubmitGroup();
+}
+
+void Importer::Impl::SubmitGroup() {
+  if (group_.empty()) return;
+  queue_->Submit([this, jobs = std::move(group_)] { ImportGroup(jobs); });
+  group_.clear();
+  group_bytes_ = 0;
+}
+
+void Importer::Impl::ImportGroup(const std::vector<FileJob>& all) {
+  if (failed()) return;
+  std::vector<FileJob> jobs;
+  std::vector<struct stat> stats;
+  std::vector<std::vector<v1::Extent>> extents;
+  Batch batch;
+  for (const FileJob& job : all) {
+    if (failed()) return;
+    std::vector<v1::Extent> file_extents;
+    struct stat st;
+    const size_t mark = batch.size();
+    Status s = ReadStable(job, &file_extents, &st, &batch, /*send_blocks=*/false);
+    if (!s.ok()) {
+      batch.resize(mark);  // none of its chunks are needed now
+      if (s.code() != StatusCode::kAborted) Report(job.rel, s);
+      continue;
+    }
+    jobs.push_back(job);
+    stats.push_back(st);
+    extents.push_back(std::move(file_extents));
+  }
+  if (jobs.empty()) return;
+  if (Status s = SendBatch(batch); !s.ok()) {
+    for (const FileJob& job : jobs) Report(job.rel, s);
+    return;
+  }
+  // Files whose changes did not go through are committed one by one,
+  // which copes with whatever stood in the way.
+  auto together = CreateAndCommit(jobs, stats, extents);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    Status s = together.ok() ? (*together)[i] : together.status();
+    if (s.ok()) {
+      ++counters_.files_grouped;
+    } else {
+      s = CommitFile(jobs[i], stats[i], extents[i]);
+    }
+    if (!s.ok()) {
+      Report(jobs[i].rel, s);
+    } else {
+      ++counters_.files_sent;
+    }
+  }
+}
+
+Result<std::vector<Status>> Importer::Impl::CreateAndCommit(
+    const std::vector<FileJob>& jobs, const std::vector<struct stat>& stats,
+    const std::vector<std::vector<v1::Extent>>& extents) {
+  // Numbers reserved first, so each file's commit can name the file its
+  // create makes in the same batch. Numbers of files whose create fails
+  // stay unused.
+  v1::ReserveInodesRequest reserve;
+  reserve.set_count(static_cast<uint32_t>(jobs.size()));
+  v1::ReserveInodesResponse reserved;
+  GEOFS_RETURN_IF_ERROR(Call(&v1::Hub::Stub::ReserveInodes, reserve, &reserved));
+  if (static_cast<size_t>(reserved.generations_size()) != jobs.size()) {
+    return Status::Internal("the hub reserved " + std::to_string(reserved.generations_size()) +
+                            " inode numbers, not " + std::to_string(jobs.size()));
+  }
+  v1::ApplyChangesRequest req;
+  std::vector<v1::FileRef> refs(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    refs[i].set_ino(reserved.first() + i);
+    refs[i].set_gen(reserved.generations(static_cast<int>(i)));
+    v1::CreateRequest* create = req.add_changes()->mutable_create();
+    *create->mutable_dir() = jobs[i].dir;
+    create->set_name(jobs[i].name);
+    create->set_type(v1::REGULAR);
+    create->set_mode(v1::UNCHECKED);
+    *create->mutable_attrs() = OwnershipOf(stats[i]);
+    create->set_reserved_ino(refs[i].ino());
+    v1::CommitFileRequest* commit = req.add_changes()->mutable_commit_file();
+    *commit->mutable_ref() = refs[i];
+    commit->set_expected_version(1);  // a new file's first version
+    commit->set_replace_all(true);
+    for (const v1::Extent& e : extents[i]) *commit->add_extents() = e;
+    commit->set_new_size(stats[i].st_size);
+    *commit->mutable_mtime() = hub::ToProto(MtimeOf(stats[i]));
+  }
+  v1::ApplyChangesResponse resp;
+  GEOFS_RETURN_IF_ERROR(Call(&v1::Hub::Stub::ApplyChanges, req, &resp));
+  if (resp.results_size() != req.changes_size()) {
+    return Status::Internal("the hub answered " + std::to_string(resp.results_size()) + " of " +
+                            std::to_string(req.changes_size()) + " changes");
+  }
+  auto outcome = [](const v1::ChangeResult& r) {
+    if (r.deferred()) return Status::Unavailable("deferred by the hub");
+    return hub::ChangeStatus(r);
+  };
+  std::vector<Status> results(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const v1::ChangeResult& created = resp.results(static_cast<int>(2 * i));
+    const v1::ChangeResult& committed = resp.results(static_cast<int>(2 * i + 1));
+    results[i] = outcome(created);
+    if (results[i].ok()) results[i] = outcome(committed);
+    // Ownership the hub did not take as given (its rules on mode bits).
+    if (results[i].ok()) {
+      results[i] = SetAttrs(refs[i], committed.commit_file().wcc().after(), stats[i], false);
+    }
+  }
+  return results;
+}
+
+Status Importer::Impl::ReadStable(const FileJob& job, std::vector<v1::Extent>* extents,
+                                  struct stat* st, Batch* batch, bool send_blocks) {
+  const size_t mark = batch->size();
+  Status s = ReadFile(job, extents, st, batch, send_blocks);
+  if (s.code() != StatusCode::kAborted) return s;
+  extents->clear();
+  batch->resize(mark);
+  s = ReadFile(job, extents, st, batch, send_blocks);
+  if (s.code() == StatusCode::kAborted) {
+    Skip(job.rel, "changed while being read (twice): " + std::string(s.message()));
+  }
+  return s;
+}
+
+Status Importer::Impl::ReadFile(const FileJob& job, std::vector<v1::Extent>* extents,
+                                struct stat* st, Batch* batch, bool send_blocks) {
   Fd fd(::open(job.src.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT) return Status::NotFound("vanished during the import");
@@ -608,7 +759,6 @@ Status Importer::Impl::ReadAndUpload(const FileJob& job, std::vector<v1::Extent>
   const uint8_t* block_data = nullptr;
   size_t block_filled = 0;
   uint64_t offset = 0;
-  Batch batch;
   chunk::ChunkSplitter splitter(options_.chunker, [&](std::span<const uint8_t> data) -> Status {
     const chunk::ChunkId id = chunk::ChunkId::Of(data);
     v1::Extent e;
@@ -623,7 +773,7 @@ Status Importer::Impl::ReadAndUpload(const FileJob& job, std::vector<v1::Extent>
     const auto at = reinterpret_cast<uintptr_t>(data.data());
     const auto begin = reinterpret_cast<uintptr_t>(block_data);
     const bool in_block = at >= begin && at + data.size() <= begin + block_filled;
-    batch.emplace_back(id, in_block ? block.Slice(at - begin, data.size()) : Buffer::CopyOf(data));
+    batch->emplace_back(id, in_block ? block.Slice(at - begin, data.size()) : Buffer::CopyOf(data));
     return Status::Ok();
   });
   const uint64_t expected = before.st_size;
@@ -655,7 +805,7 @@ Status Importer::Impl::ReadAndUpload(const FileJob& job, std::vector<v1::Extent>
     }
     GEOFS_RETURN_IF_ERROR(splitter.Write({p, block_filled}));
     if (eof) GEOFS_RETURN_IF_ERROR(splitter.Finish());
-    GEOFS_RETURN_IF_ERROR(SendBatch(batch));
+    if (send_blocks) GEOFS_RETURN_IF_ERROR(SendBatch(*batch));
   }
 
   if (::fstat(fd.get(), st) != 0) return Status::FromErrno(errno, "fstat " + job.src);

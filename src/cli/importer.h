@@ -28,7 +28,12 @@
 // Pipelining: the walk runs on the calling thread; regular files go to a
 // pool of workers, each reading, chunking and hashing a file, asking the hub
 // about a batch of chunks at a time, and compressing and uploading the
-// missing ones on a few threads.
+// missing ones on a few threads. New small files travel in groups: their
+// chunks go up together, then one ApplyChanges creates each file (with an
+// inode number reserved beforehand) and commits its chunk map, made durable
+// with one sync. A file of a group whose change does not go through (a
+// deferred change, a name taken meanwhile, an older hub) is committed on
+// its own, as any other file.
 #pragma once
 
 #include <atomic>
@@ -60,6 +65,10 @@ struct ImportOptions {
   int compress_threads = 2;
   // Chunk bytes a worker gathers before asking the hub which it lacks.
   size_t batch_bytes = size_t{16} << 20;
+  // New files up to this size are imported in groups (up to 256 files or
+  // batch_bytes): one chunk upload, and one batch that creates and commits
+  // them all, instead of several calls per file. 0: every file on its own.
+  size_t small_file_bytes = size_t{1} << 20;
   // Remove hub entries the source does not have.
   bool delete_extraneous = true;
 
@@ -71,6 +80,7 @@ struct ImportStats {
   uint64_t files = 0;            // regular files found in the source
   uint64_t files_sent = 0;       // read and committed (new or changed)
   uint64_t files_unchanged = 0;  // same size and mtime on the hub: not read
+  uint64_t files_grouped = 0;    // of files_sent: created and committed in a group
   uint64_t directories = 0;
   uint64_t symlinks = 0;
   uint64_t logical_bytes = 0;  // sizes of the source's regular files

@@ -3,6 +3,8 @@
 #include <array>
 #include <string>
 
+#include "hub.pb.h"
+
 namespace geofs::hub {
 namespace {
 
@@ -143,6 +145,16 @@ Status FromGrpcStatus(const grpc::Status& status, const grpc::ClientContext* ctx
     message = {};
   }
   return Status(code, message);
+}
+
+Status ChangeStatus(const v1::ChangeResult& result) {
+  if (result.code().empty()) return Status::Ok();
+  auto code = CodeFromToken(result.code());
+  if (!code || *code == StatusCode::kOk) {
+    return Status::Internal("the hub answered a change with unknown code \"" + result.code() +
+                            "\": " + result.message());
+  }
+  return Status(*code, result.message());
 }
 
 }  // namespace geofs::hub

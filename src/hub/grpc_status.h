@@ -16,6 +16,10 @@
 
 #include "geofs/status.h"
 
+namespace geofs::v1 {
+class ChangeResult;
+}
+
 namespace geofs::hub {
 
 inline constexpr char kGeofsCodeKey[] = "geofs-code";
@@ -36,5 +40,10 @@ grpc::Status ToGrpcStatus(const Status& status, grpc::ServerContextBase* ctx);
 // as UNAVAILABLE or DEADLINE_EXCEEDED come from the client library itself).
 // `ctx` may be null when there is no call context (the code is derived).
 Status FromGrpcStatus(const grpc::Status& status, const grpc::ClientContext* ctx);
+
+// The status of one change of an ApplyChanges batch that was not deferred:
+// OK, or what its code token and message say (kInternal for an unknown
+// token).
+Status ChangeStatus(const v1::ChangeResult& result);
 
 }  // namespace geofs::hub

@@ -181,6 +181,9 @@ Result<HubService::Change> HubService::ChangeOf(const v1::Change& change,
       return Bound(&HubService::ApplyRename, &change.rename(), result->mutable_rename());
     case v1::Change::kLink:
       return Bound(&HubService::ApplyLink, &change.link(), result->mutable_link());
+    case v1::Change::kCommitFile:
+      return Bound(&HubService::ApplyCommitFile, &change.commit_file(),
+                   result->mutable_commit_file());
     case v1::Change::CHANGE_NOT_SET:
       break;
   }

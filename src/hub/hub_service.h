@@ -169,6 +169,8 @@ class HubService final : public HubServiceBase {
                      NoWaitChange* no_wait);
   Status ApplyLink(uint64_t origin, const v1::LinkRequest* req, v1::LinkResponse* resp,
                    NoWaitChange* no_wait);
+  Status ApplyCommitFile(uint64_t origin, const v1::CommitFileRequest* req,
+                         v1::CommitFileResponse* resp, NoWaitChange* no_wait);
   // `apply` on a request and its reply (which outlive the Change).
   template <typename Req, typename Resp>
   Change Bound(Status (HubService::*apply)(uint64_t, const Req*, Resp*, NoWaitChange*),

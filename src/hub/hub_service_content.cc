@@ -224,37 +224,41 @@ grpc::Status HubService::CommitFile(grpc::ServerContext* ctx, const v1::CommitFi
                                     v1::CommitFileResponse* resp) {
   uint64_t origin = 0;
   if (auto refused = ChangeOrigin(ctx, &origin)) return *refused;
-  return Run(ctx, [&]() -> Status {
-    GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
-    meta::ChunkMapUpdate update;
-    update.expected_version = req->expected_version();
-    if (req->replace_all()) {
-      update.offset = 0;
-      update.length = UINT64_MAX;
-    } else {
-      update.offset = req->offset();
-      update.length = req->length();
-    }
-    update.new_size = req->new_size();
-    if (req->has_mtime()) update.mtime = FromProto(req->mtime());
-    update.extents.reserve(req->extents_size());
-    for (const v1::Extent& e : req->extents()) {
-      GEOFS_ASSIGN_OR_RETURN(chunk::ChunkId id, ChunkIdOf(e.chunk_id()));
-      meta::Extent out;
-      out.offset = e.offset();
-      out.length = e.length();
-      out.chunk = ToMetaId(id);
-      out.chunk_offset = e.chunk_offset();
-      out.chunk_size = e.chunk_length();
-      update.extents.push_back(out);
-    }
-    GEOFS_ASSIGN_OR_RETURN(meta::CommitReply reply,
-                           Context(gate_.CommitChunkMap(origin, cred, HandleOf(req->ref()), update),
-                                   "committing " + RefText(req->ref())));
-    resp->set_version(reply.version);
-    ToProto(reply.wcc, resp->mutable_wcc());
-    return Status::Ok();
-  });
+  return Run(ctx, [&] { return ApplyCommitFile(origin, req, resp, nullptr); });
+}
+
+Status HubService::ApplyCommitFile(uint64_t origin, const v1::CommitFileRequest* req,
+                                   v1::CommitFileResponse* resp, NoWaitChange* no_wait) {
+  GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
+  meta::ChunkMapUpdate update;
+  update.expected_version = req->expected_version();
+  if (req->replace_all()) {
+    update.offset = 0;
+    update.length = UINT64_MAX;
+  } else {
+    update.offset = req->offset();
+    update.length = req->length();
+  }
+  update.new_size = req->new_size();
+  if (req->has_mtime()) update.mtime = FromProto(req->mtime());
+  update.extents.reserve(req->extents_size());
+  for (const v1::Extent& e : req->extents()) {
+    GEOFS_ASSIGN_OR_RETURN(chunk::ChunkId id, ChunkIdOf(e.chunk_id()));
+    meta::Extent out;
+    out.offset = e.offset();
+    out.length = e.length();
+    out.chunk = ToMetaId(id);
+    out.chunk_offset = e.chunk_offset();
+    out.chunk_size = e.chunk_length();
+    update.extents.push_back(out);
+  }
+  GEOFS_ASSIGN_OR_RETURN(
+      meta::CommitReply reply,
+      Context(gate_.CommitChunkMap(origin, cred, HandleOf(req->ref()), update, no_wait),
+              "committing " + RefText(req->ref())));
+  resp->set_version(reply.version);
+  ToProto(reply.wcc, resp->mutable_wcc());
+  return Status::Ok();
 }
 
 grpc::Status HubService::Stats(grpc::ServerContext* ctx, const v1::StatsRequest* req,

@@ -185,7 +185,11 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
     log->error("--object-store {}: {}", object_url, objects.status().ToString());
     return 1;
   }
-  chunk::ChunkStore chunks(objects->get());
+  chunk::ChunkStoreOptions chunk_options;
+  // A local store answers "is it there?" with a stat: threads would cost more
+  // than the little latency they hide (they hide S3's round trips).
+  if (!space.statfs_path.empty()) chunk_options.missing_parallelism = 1;
+  chunk::ChunkStore chunks(objects->get(), chunk_options);
 
   hub::LeaseManagerOptions lease_options;
   lease_options.lease_ttl = std::chrono::milliseconds(

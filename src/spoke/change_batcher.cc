@@ -24,16 +24,6 @@ void CallAlone(HubLink* link, HubLink::AsyncMethod<Req, Resp> method, Req* req,
   });
 }
 
-// A failed change's status, from its code token and message.
-Status StatusOf(const v1::ChangeResult& result) {
-  auto code = hub::CodeFromToken(result.code());
-  if (!code || *code == StatusCode::kOk) {
-    return Status::Internal("the hub answered a change with unknown code \"" + result.code() +
-                            "\": " + result.message());
-  }
-  return Status(*code, result.message());
-}
-
 // Whether `result` carries the reply type of `change`.
 bool RepliesTo(const v1::Change& change, const v1::ChangeResult& result) {
   switch (change.change_case()) {
@@ -47,6 +37,8 @@ bool RepliesTo(const v1::Change& change, const v1::ChangeResult& result) {
       return result.has_rename();
     case v1::Change::kLink:
       return result.has_link();
+    case v1::Change::kCommitFile:
+      return result.has_commit_file();
     case v1::Change::CHANGE_NOT_SET:
       break;
   }
@@ -141,7 +133,7 @@ void ChangeBatcher::OnBatchDone(std::deque<Pending> batch,
       }
       SendAlone(std::move(p));
     } else if (!result.code().empty()) {
-      p.done(StatusOf(result));
+      p.done(hub::ChangeStatus(result));
     } else if (!RepliesTo(p.change, result)) {
       p.done(Status::Internal("the hub answered a change with the reply of another kind"));
     } else {
@@ -168,6 +160,9 @@ void ChangeBatcher::SendAlone(Pending p) {
     case v1::Change::kLink:
       return CallAlone(link_, &Hub::Stub::async::Link, c.mutable_link(),
                        &v1::ChangeResult::mutable_link, std::move(p.done));
+    case v1::Change::kCommitFile:
+      return CallAlone(link_, &Hub::Stub::async::CommitFile, c.mutable_commit_file(),
+                       &v1::ChangeResult::mutable_commit_file, std::move(p.done));
     case v1::Change::CHANGE_NOT_SET:
       break;
   }

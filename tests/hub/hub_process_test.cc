@@ -168,6 +168,58 @@ TEST_F(HubProcessTest, ImportDedupesSkipsWhatItCannotReadAndReimportsOnlyChanges
   ExpectFsckClean(*hub_);
 }
 
+// Small new files go up in groups: their chunks together, then one batch
+// that creates and commits a few hundred files at a time.
+TEST_F(HubProcessTest, SmallFilesAreImportedInGroups) {
+  SourceTree tree(dir_.path() + "/src");
+  int small = 0;
+  for (int i = 0; i < 600; ++i) {
+    const std::string rel = "d" + std::to_string(i % 7) + "/f" + std::to_string(i);
+    // Every tenth file has the same content as the one before it.
+    const uint64_t seed = i % 10 == 9 ? i - 1 : i;
+    tree.File(rel, RandomBytes((seed * 977) % (12 << 10), 100 + seed), i % 3 == 0 ? 0640 : 0644);
+    ++small;
+  }
+  tree.File("limit/exactly", RandomBytes(kMiB, 7));  // still small
+  ++small;
+  tree.File("limit/over", RandomBytes(kMiB + 1, 8));  // imported on its own
+  auto r = hub_->Ctl({"import", tree.root(), "/many"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
+  EXPECT_NE(r->out.find("files:            602 (602 new or changed"), std::string::npos) << r->out;
+  EXPECT_NE(r->out.find("small files:      " + std::to_string(small) + " created and committed"),
+            std::string::npos)
+      << r->out;
+  ExpectHubHolds(*hub_, tree, "/many");
+  {
+    auto nfs = NfsClient::Mount(hub_->NfsUrl());
+    ASSERT_TRUE(nfs.ok());
+    for (const char* rel : {"d0/f0", "d1/f1", "d2/f9"}) {
+      struct stat local;
+      ASSERT_EQ(::stat(tree.Path(rel).c_str(), &local), 0);
+      auto remote = (*nfs)->Stat(std::string("/many/") + rel);
+      ASSERT_TRUE(remote.ok()) << rel;
+      EXPECT_EQ(remote->nfs_mode & 07777, local.st_mode & 07777) << rel;
+      EXPECT_EQ(remote->nfs_mtime, static_cast<uint64_t>(local.st_mtim.tv_sec)) << rel;
+      EXPECT_EQ(remote->nfs_mtime_nsec, static_cast<uint64_t>(local.st_mtim.tv_nsec)) << rel;
+    }
+  }
+  nlohmann::json stats = Stats(*hub_);
+  EXPECT_EQ(stats["files"], 602u);
+  ExpectFsckClean(*hub_);
+
+  // Nothing changed: nothing is sent. Changed small files are committed
+  // one by one (they exist at the hub).
+  tree.File("d3/f3", "new content");
+  auto again = hub_->Ctl({"import", tree.root(), "/many"});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->exit_code, 0) << again->err;
+  EXPECT_NE(again->out.find("(1 new or changed, 601 unchanged)"), std::string::npos) << again->out;
+  EXPECT_EQ(again->out.find("small files:"), std::string::npos) << again->out;
+  ExpectHubHolds(*hub_, tree, "/many");
+  ExpectFsckClean(*hub_);
+}
+
 TEST_F(HubProcessTest, FilesChangingWhileReadAreSkipped) {
   SourceTree tree(dir_.path() + "/src");
   tree.File("steady", RandomBytes(kMiB, 4));

@@ -939,6 +939,65 @@ TEST_F(HubServiceTest, CreatesUseReservedInodeNumbersOnce) {
   EXPECT_EQ(fsck.problems_size(), 0) << fsck.problems(0);
 }
 
+// What `geofsctl import` sends for small files: each created from a
+// reserved number and committed in the same batch, made durable together.
+TEST_F(HubServiceTest, ApplyChangesCreatesAndCommitsFilesInOneBatch) {
+  const v1::Entry dir = Create(root_, "d", v1::DIRECTORY);
+  v1::ReserveInodesRequest want;
+  want.set_count(3);
+  v1::ReserveInodesResponse reserved;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::ReserveInodes, want, &reserved).ok());
+  ASSERT_EQ(reserved.generations_size(), 3);
+  auto ref_of = [&](int i) {
+    v1::FileRef ref;
+    ref.set_ino(reserved.first() + i);
+    ref.set_gen(reserved.generations(i));
+    return ref;
+  };
+  auto commit_change = [&](const v1::FileRef& ref, const std::string& data, uint64_t version) {
+    v1::Change change;
+    v1::CommitFileRequest* commit = change.mutable_commit_file();
+    *commit->mutable_ref() = ref;
+    commit->set_expected_version(version);
+    commit->set_replace_all(true);
+    commit->set_new_size(data.size());
+    v1::Extent* e = commit->add_extents();
+    e->set_length(data.size());
+    e->set_chunk_id(Upload(data));
+    e->set_chunk_length(data.size());
+    return change;
+  };
+  v1::ApplyChangesRequest batch;
+  for (int i : {0, 1}) {
+    v1::Change create = CreateChange(dir.ref(), "f" + std::to_string(i), v1::REGULAR);
+    create.mutable_create()->set_reserved_ino(ref_of(i).ino());
+    *batch.add_changes() = create;
+  }
+  *batch.add_changes() = commit_change(ref_of(0), "zero", 1);   // a new file's first version
+  *batch.add_changes() = commit_change(ref_of(1), "one", 5);    // a stale version
+  *batch.add_changes() = commit_change(ref_of(2), "never", 1);  // reserved, never created
+  v1::ApplyChangesResponse resp;
+  auto r = Call(&v1::Hub::Stub::ApplyChanges, batch, &resp);
+  ASSERT_TRUE(r.ok()) << r.status.error_message();
+  ASSERT_EQ(resp.results_size(), 5);
+  for (int i : {0, 1}) ASSERT_TRUE(resp.results(i).code().empty()) << resp.results(i).message();
+  const v1::ChangeResult& committed = resp.results(2);
+  ASSERT_TRUE(committed.code().empty()) << committed.message();
+  ASSERT_TRUE(committed.has_commit_file());
+  EXPECT_EQ(committed.commit_file().version(), 2u);
+  EXPECT_EQ(committed.commit_file().wcc().after().size(), 4u);
+  EXPECT_EQ(resp.results(3).code(), "aborted") << resp.results(3).message();
+  EXPECT_FALSE(resp.results(3).has_commit_file()) << "a failed change has no reply";
+  EXPECT_FALSE(resp.results(4).code().empty());
+  EXPECT_FALSE(resp.results(4).deferred());
+
+  EXPECT_EQ(ReadFile(ref_of(0)), "zero");
+  EXPECT_EQ(ChunkMap(ref_of(1)).extents_size(), 0) << "the stale commit changed nothing";
+  v1::FsckResponse fsck;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::Fsck, v1::FsckRequest{}, &fsck).ok());
+  EXPECT_EQ(fsck.problems_size(), 0) << fsck.problems(0);
+}
+
 TEST_F(HubServiceTest, ApplyChangesRefusesOversizedBatchesWhole) {
   v1::ApplyChangesRequest req;
   for (int i = 0; i <= kMaxChangesPerBatch; ++i) {

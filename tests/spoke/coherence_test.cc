@@ -385,6 +385,48 @@ INSTANTIATE_TEST_SUITE_P(Writers, CoherenceTest,
                            return "Unknown";
                          });
 
+using ImportCoherenceTest = ThreeSitesTest;
+
+// `geofsctl import` creates small files in batches that may not wait; in a
+// directory a spoke holds a lease on, each such create is deferred and the
+// importer creates the file on its own, which invalidates the spoke first.
+TEST_F(ImportCoherenceTest, SmallFilesImportedIntoALeasedDirectoryReachTheSpoke) {
+  auto before = a_.nfs->ListNames("/");
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  ASSERT_EQ(std::count(before->begin(), before->end(), "readme.txt"), 1);
+  for (int i = 0; i < 20; ++i) {
+    std::ofstream(src_.path() + "/shard-" + std::to_string(i)) << "sample " << i << "\n";
+  }
+  auto imported = hub_->Ctl({"import", src_.path(), "/datasets"});
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  EXPECT_EQ(imported->exit_code, 0) << imported->out << imported->err;
+  // Spoke A renews its lease on the directory, so none went in a batch.
+  EXPECT_EQ(imported->out.find("small files:"), std::string::npos) << imported->out;
+
+  auto after = a_.nfs->ListNames("/");
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  for (int i = 0; i < 20; ++i) {
+    const std::string name = "shard-" + std::to_string(i);
+    EXPECT_EQ(std::count(after->begin(), after->end(), name), 1) << name;
+  }
+  auto content = a_.nfs->ReadFile("/shard-7");
+  ASSERT_TRUE(content.ok()) << content.status().ToString();
+  EXPECT_EQ(*content, "sample 7\n");
+
+  // In a new directory no spoke has seen, new files do go in a batch.
+  ASSERT_EQ(::mkdir((src_.path() + "/sub").c_str(), 0755), 0);
+  for (int i = 0; i < 5; ++i) {
+    std::ofstream(src_.path() + "/sub/extra-" + std::to_string(i)) << i;
+  }
+  auto again = hub_->Ctl({"import", src_.path(), "/datasets"});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->exit_code, 0) << again->out << again->err;
+  EXPECT_NE(again->out.find("small files:      5 created"), std::string::npos) << again->out;
+  auto extra = a_.nfs->ReadFile("/sub/extra-3");
+  ASSERT_TRUE(extra.ok()) << extra.status().ToString();
+  EXPECT_EQ(*extra, "3");
+}
+
 using CrashTest = ThreeSitesTest;
 
 TEST_F(CrashTest, AFileSyncWriteAckedBeforeKill9ReachesTheHubAfterRestart) {
