@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "common/logging.h"
+#include "common/parallel.h"
 
 namespace geofs::chunk {
 
@@ -49,21 +50,55 @@ Result<PutChunkResult> ChunkStore::Put(std::span<const uint8_t> raw) {
 }
 
 Result<PutChunkResult> ChunkStore::PutEncoded(const ChunkId& id, const Buffer& stored) {
-  std::string key = id.ObjectKey();
-  auto head = store_->Head(key);
-  if (!head.ok() && head.status() != StatusCode::kNotFound) return head.status();
-  GEOFS_ASSIGN_OR_RETURN(Buffer raw, DecodeChunk(stored, id, options_.max_chunk_size));
-  PutChunkResult result;
-  result.id = id;
-  result.raw_size = raw.size();
-  if (head.ok()) {
-    result.stored_size = head->size;
-    return result;
+  const EncodedUpload one{id, stored};
+  return std::move(PutEncodedMany(std::span(&one, 1), 1)[0]);
+}
+
+std::vector<Result<PutChunkResult>> ChunkStore::PutEncodedMany(
+    std::span<const EncodedUpload> chunks, int parallelism) {
+  std::vector<Result<PutChunkResult>> out(chunks.size(), Status::Internal("not checked"));
+  std::vector<std::string> keys(chunks.size());
+  std::vector<uint8_t> absent(chunks.size(), 0);
+  // Items never fail the loop: each keeps its own result.
+  (void)ParallelFor(chunks.size(), parallelism, [&](size_t i) {
+    const EncodedUpload& chunk = chunks[i];
+    keys[i] = chunk.id.ObjectKey();
+    auto head = store_->Head(keys[i]);
+    if (!head.ok() && head.status() != StatusCode::kNotFound) {
+      out[i] = head.status();
+      return Status::Ok();
+    }
+    auto raw = DecodeChunk(chunk.stored, chunk.id, options_.max_chunk_size);
+    if (!raw.ok()) {
+      out[i] = raw.status();
+      return Status::Ok();
+    }
+    PutChunkResult result;
+    result.id = chunk.id;
+    result.raw_size = raw->size();
+    result.stored_size = head.ok() ? head->size : chunk.stored.size();
+    absent[i] = !head.ok();
+    out[i] = result;
+    return Status::Ok();
+  });
+  std::vector<object::ObjectPut> puts;
+  std::vector<size_t> put_index;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (!out[i].ok() || !absent[i]) continue;
+    puts.push_back({keys[i], chunks[i].stored.span()});
+    put_index.push_back(i);
   }
-  GEOFS_RETURN_IF_ERROR(store_->Put(key, stored.span()));
-  result.uploaded = true;
-  result.stored_size = stored.size();
-  return result;
+  if (puts.empty()) return out;
+  std::vector<Status> stored = store_->PutMany(puts, parallelism);
+  for (size_t j = 0; j < puts.size(); ++j) {
+    Result<PutChunkResult>& r = out[put_index[j]];
+    if (stored[j].ok()) {
+      r->uploaded = true;
+    } else {
+      r = stored[j];
+    }
+  }
+  return out;
 }
 
 Result<Buffer> ChunkStore::GetEncoded(const ChunkId& id) { return store_->Get(id.ObjectKey()); }
@@ -88,35 +123,13 @@ Result<std::vector<ChunkId>> ChunkStore::Missing(std::span<const ChunkId> ids) {
       if (seen.insert(id).second) unique.push_back(id);
     }
   }
-  // missing[i] is set by whichever worker checks unique[i].
+  // missing[i] is set by whichever thread checks unique[i].
   std::vector<uint8_t> missing(unique.size(), 0);
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::mutex error_mu;
-  Status error;
-  auto work = [&] {
-    while (!failed.load(std::memory_order_relaxed)) {
-      size_t i = next.fetch_add(1);
-      if (i >= unique.size()) return;
-      auto exists = store_->Exists(unique[i].ObjectKey());
-      if (!exists.ok()) {
-        std::lock_guard lock(error_mu);
-        if (!failed.exchange(true)) error = exists.status();
-        return;
-      }
-      missing[i] = !*exists;
-    }
-  };
-  size_t workers = std::min(unique.size(), static_cast<size_t>(options_.missing_parallelism));
-  if (workers <= 1) {
-    work();
-  } else {
-    std::vector<std::jthread> threads;
-    threads.reserve(workers - 1);
-    for (size_t t = 1; t < workers; ++t) threads.emplace_back(work);
-    work();
-  }  // jthreads join here
-  if (failed) return error;
+  GEOFS_RETURN_IF_ERROR(ParallelFor(unique.size(), options_.missing_parallelism, [&](size_t i) {
+    GEOFS_ASSIGN_OR_RETURN(bool exists, store_->Exists(unique[i].ObjectKey()));
+    missing[i] = !exists;
+    return Status::Ok();
+  }));
   std::vector<ChunkId> out;
   for (size_t i = 0; i < unique.size(); ++i) {
     if (missing[i]) out.push_back(unique[i]);

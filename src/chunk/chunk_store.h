@@ -49,6 +49,12 @@ struct PutChunkResult {
   uint64_t stored_size = 0;
 };
 
+// A chunk received in stored form, for PutEncodedMany.
+struct EncodedUpload {
+  ChunkId id;
+  Buffer stored;
+};
+
 struct ChunkInfo {
   ChunkId id;
   uint64_t stored_size = 0;
@@ -67,6 +73,12 @@ class ChunkStore {
   // already) after checking it decodes to bytes that hash to `id`:
   // kCorruption otherwise, and nothing is stored.
   Result<PutChunkResult> PutEncoded(const ChunkId& id, const Buffer& stored);
+  // PutEncoded of several chunks: each is checked (on up to `parallelism`
+  // threads), then those not stored yet are stored together
+  // (ObjectStore::PutMany: the local store makes them durable at once).
+  // One result per chunk, in order.
+  std::vector<Result<PutChunkResult>> PutEncodedMany(std::span<const EncodedUpload> chunks,
+                                                     int parallelism);
 
   // The raw bytes, verified. kNotFound, kCorruption, or the store's error.
   Result<Buffer> Get(const ChunkId& id);

@@ -19,7 +19,7 @@
 
 #include "chunk/chunk_id.h"
 #include "hub/grpc_status.h"
-#include "hub/parallel.h"
+#include "common/parallel.h"
 #include "hub/proto_convert.h"
 
 namespace geofs::cli {
@@ -865,7 +865,7 @@ Status Importer::Impl::Upload(const std::vector<const std::pair<chunk::ChunkId, 
     if (missing.count(BytesOf(entry->first))) to_send.push_back(entry);
   }
   std::vector<hub::StoredChunk> uploads(to_send.size());
-  GEOFS_RETURN_IF_ERROR(hub::ParallelFor(to_send.size(), options_.compress_threads, [&](size_t i) {
+  GEOFS_RETURN_IF_ERROR(ParallelFor(to_send.size(), options_.compress_threads, [&](size_t i) {
     const auto& [id, raw] = *to_send[i];
     chunk::EncodedParts parts = chunk::EncodeChunkParts(raw, options_.codec);
     uploads[i] = {BytesOf(id), std::move(parts.header), std::move(parts.payload)};

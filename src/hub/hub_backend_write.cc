@@ -6,7 +6,7 @@
 #include "hub/chunk_ids.h"
 #include "hub/hub_backend.h"
 #include "hub/hub_backend_internal.h"
-#include "hub/parallel.h"
+#include "common/parallel.h"
 #include "vfs/access.h"
 
 namespace geofs::hub {

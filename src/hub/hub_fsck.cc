@@ -5,7 +5,7 @@
 #include <unordered_set>
 
 #include "hub/chunk_ids.h"
-#include "hub/parallel.h"
+#include "common/parallel.h"
 
 namespace geofs::hub {
 namespace {

@@ -3,10 +3,10 @@
 
 #include "chunk/chunk_codec.h"
 #include "common/logging.h"
+#include "common/parallel.h"
 #include "hub/chunk_ids.h"
 #include "hub/hub_fsck.h"
 #include "hub/hub_service.h"
-#include "hub/parallel.h"
 #include "hub/proto_convert.h"
 #include "hub/service_util.h"
 
@@ -152,7 +152,6 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
   return Run(ctx, [&]() -> Status {
     std::vector<Upload> batch;
     size_t batch_bytes = 0;
-    std::mutex mu;  // guards resp while a batch is stored in parallel
     auto store_batch = [&]() -> Status {
       std::vector<meta::ChunkRef> refs;
       for (const Upload& u : batch) refs.push_back({ToMetaId(u.id), u.raw_size});
@@ -162,25 +161,30 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
       // (GcRunner).
       GEOFS_RETURN_IF_ERROR(
           Context(ns_->RegisterChunks(refs, /*sync=*/false), "registering chunks"));
+      std::vector<chunk::EncodedUpload> uploads;
+      uploads.reserve(batch.size());
+      for (const Upload& u : batch) uploads.push_back({u.id, u.stored});
+      // Checked in parallel, then stored together: the local store makes
+      // the whole batch durable with two barriers.
+      auto puts = chunks_->PutEncodedMany(uploads, options_.put_parallelism);
       std::vector<meta::StoredChunkSize> sizes(batch.size());  // 0 where not stored
-      const Status stored = ParallelFor(batch.size(), options_.put_parallelism, [&](size_t i) {
-        const Upload& u = batch[i];
-        auto put = chunks_->PutEncoded(u.id, u.stored);
+      Status stored = Status::Ok();
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const auto& put = puts[i];
         if (!put.ok()) {
           // Bytes that do not match their name are the caller's mistake.
           Status s = put.status();
           if (s.code() == StatusCode::kCorruption) s = Status::InvalidArgument(s.message());
-          return Context(s, "chunk " + u.id.ToHex());
+          if (stored.ok()) stored = Context(s, "chunk " + batch[i].id.ToHex());
+          continue;
         }
-        sizes[i] = {ToMetaId(u.id), put->stored_size};
+        sizes[i] = {ToMetaId(batch[i].id), put->stored_size};
         if (put->uploaded) {
-          std::lock_guard lock(mu);
           resp->set_stored(resp->stored() + 1);
           resp->set_bytes_stored(resp->bytes_stored() + put->stored_size);
           resp->set_raw_bytes_stored(resp->raw_bytes_stored() + put->raw_size);
         }
-        return Status::Ok();
-      });
+      }
       // For Stats (the object store's bytes without listing it), including
       // what was stored before a failure; durable with the commit, like the
       // registration.

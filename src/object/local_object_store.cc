@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/parallel.h"
+
 namespace geofs::object {
 namespace {
 
@@ -174,7 +176,8 @@ LocalObjectStore::LocalObjectStore(std::string root, int root_fd, LocalObjectSto
     : root_(std::move(root)),
       objects_dir_(root_ + "/objects"),
       tmp_dir_(root_ + "/tmp"),
-      tmp_nonce_(std::to_string(std::random_device{}() >> 1)),
+      tmp_prefix_(std::to_string(::getpid()) + "." + std::to_string(std::random_device{}() >> 1) +
+                  "."),
       root_fd_(root_fd),
       keep_free_bytes_(options.keep_free_bytes),
       syncer_(root_fd, std::move(options.barrier)) {}
@@ -258,8 +261,7 @@ Status LocalObjectStore::Put(std::string_view key, std::span<const uint8_t> data
   // Held until the object is written or given up.
   GEOFS_ASSIGN_OR_RETURN(SpaceClaim claim, ClaimSpace(data.size(), context));
   std::string path = PathOf(key);
-  std::string tmp = tmp_dir_ + "/" + std::to_string(::getpid()) + "." + tmp_nonce_ + "." +
-                    std::to_string(tmp_counter_.fetch_add(1));
+  std::string tmp = NewTempPath();
   Status s = WriteTemp(tmp, data, key);
   // The data must be durable before the name can be: a crash must not leave
   // a torn object at its final name.
@@ -268,6 +270,54 @@ Status LocalObjectStore::Put(std::string_view key, std::span<const uint8_t> data
   if (s.ok()) return syncer_.Barrier(context);
   ::unlink(tmp.c_str());
   return s;
+}
+
+std::string LocalObjectStore::NewTempPath() {
+  return tmp_dir_ + "/" + tmp_prefix_ + std::to_string(tmp_counter_.fetch_add(1));
+}
+
+std::vector<Status> LocalObjectStore::PutMany(std::span<const ObjectPut> puts, int parallelism) {
+  std::vector<Status> out(puts.size());
+  std::vector<std::string> tmps(puts.size());  // empty where nothing was written
+  (void)ParallelFor(puts.size(), parallelism, [&](size_t i) {
+    const ObjectPut& put = puts[i];
+    out[i] = ValidateObjectKey(put.key);
+    if (!out[i].ok()) return Status::Ok();
+    // Held while the file is written: once written, the file system counts
+    // its bytes itself, and holding the claim on would count them twice
+    // for the rest of the set.
+    auto claim = ClaimSpace(put.data.size(), KeyContext("put", put.key));
+    if (!claim.ok()) {
+      out[i] = claim.status();
+      return Status::Ok();
+    }
+    tmps[i] = NewTempPath();
+    out[i] = WriteTemp(tmps[i], put.data, put.key);
+    return Status::Ok();
+  });
+  const std::string context = "put of " + std::to_string(puts.size()) + " objects";
+  // As in Put: every object's data is durable before any name is.
+  const bool any_written =
+      std::any_of(out.begin(), out.end(), [](const Status& s) { return s.ok(); });
+  const Status data_durable = any_written ? syncer_.Barrier(context) : Status::Ok();
+  bool renamed = false;
+  for (size_t i = 0; i < puts.size(); ++i) {
+    if (tmps[i].empty()) continue;  // refused before anything was written
+    if (out[i].ok() && !data_durable.ok()) out[i] = data_durable;
+    if (out[i].ok()) out[i] = RenameIntoPlace(tmps[i], PathOf(puts[i].key), puts[i].key);
+    if (out[i].ok()) {
+      renamed = true;
+    } else {
+      ::unlink(tmps[i].c_str());
+    }
+  }
+  if (renamed) {
+    const Status names_durable = syncer_.Barrier(context);
+    for (Status& s : out) {
+      if (s.ok()) s = names_durable;
+    }
+  }
+  return out;
 }
 
 Result<Buffer> LocalObjectStore::Get(std::string_view key) {

@@ -9,7 +9,9 @@
 //
 // Put writes tmp/<unique>, runs a file-system barrier (its data is durable),
 // renames it into place (creating missing directories), and runs a second
-// barrier (the new name, and any directory created, are durable). So an
+// barrier (the new name, and any directory created, are durable). PutMany
+// does the same for a set: writes every temp file, one barrier, renames
+// them all, one barrier. So an
 // object is durable and complete before Put returns, and a crash leaves
 // either the old or the new object at its name, never a torn one. Delete
 // unlinks, then runs a barrier. Barriers are syncfs(2) calls shared by every
@@ -55,6 +57,7 @@ class LocalObjectStore : public ObjectStore {
                                                         LocalObjectStoreOptions options = {});
 
   Status Put(std::string_view key, std::span<const uint8_t> data) override;
+  std::vector<Status> PutMany(std::span<const ObjectPut> puts, int parallelism) override;
   Result<Buffer> Get(std::string_view key) override;
   Result<ObjectInfo> Head(std::string_view key) override;
   Status Delete(std::string_view key) override;
@@ -99,13 +102,16 @@ class LocalObjectStore : public ObjectStore {
   Status MakeParents(const std::string& path, std::string_view key);
   Status WriteTemp(const std::string& tmp, std::span<const uint8_t> data, std::string_view key);
   Status RenameIntoPlace(const std::string& tmp, const std::string& path, std::string_view key);
+  // A name in tmp/ no other writer uses.
+  std::string NewTempPath();
 
   const std::string root_;
   const std::string objects_dir_;
   const std::string tmp_dir_;
   // Temp names are pid.nonce.counter: unique among live writers, and the
   // nonce keeps a reused pid from meeting a crashed writer's leftovers.
-  const std::string tmp_nonce_;
+  const std::string tmp_prefix_;  // "pid.nonce."
+
   std::atomic<uint64_t> tmp_counter_{0};
   const int root_fd_;  // names the file system for the barriers and statvfs
   const uint64_t keep_free_bytes_;

@@ -1,5 +1,6 @@
 #include "object/object_store.h"
 
+#include "common/parallel.h"
 #include "object/local_object_store.h"
 #include "object/memory_object_store.h"
 #include "object/s3_object_store.h"
@@ -25,6 +26,16 @@ Status ValidateObjectKey(std::string_view key) {
     if (end == std::string_view::npos) return Status::Ok();
     start = end + 1;
   }
+}
+
+std::vector<Status> ObjectStore::PutMany(std::span<const ObjectPut> puts, int parallelism) {
+  std::vector<Status> out(puts.size());
+  // Items never fail the loop: each keeps its own status.
+  (void)ParallelFor(puts.size(), parallelism, [&](size_t i) {
+    out[i] = Put(puts[i].key, puts[i].data);
+    return Status::Ok();
+  });
+  return out;
 }
 
 Result<bool> ObjectStore::Exists(std::string_view key) {

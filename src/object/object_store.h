@@ -41,6 +41,12 @@ struct ObjectInfo {
   WallTime modified;
 };
 
+// One object of a PutMany.
+struct ObjectPut {
+  std::string_view key;
+  std::span<const uint8_t> data;
+};
+
 struct ObjectListing {
   std::vector<ObjectInfo> objects;
   // Pass to the next List call to continue; empty when the listing is done.
@@ -57,6 +63,12 @@ class ObjectStore {
 
   // Stores `data` under `key`, replacing any existing object atomically.
   virtual Status Put(std::string_view key, std::span<const uint8_t> data) = 0;
+  // Stores each object as Put does, up to `parallelism` at a time, and
+  // returns one status per object, in order. The default runs Put on each;
+  // the local store overrides it to make the whole set durable with two
+  // barriers (not two per object). Wrappers keep the default, so that what
+  // they do to Put applies to each object.
+  virtual std::vector<Status> PutMany(std::span<const ObjectPut> puts, int parallelism);
   // The whole object.
   virtual Result<Buffer> Get(std::string_view key) = 0;
   // The object's size and modification time, without its bytes.

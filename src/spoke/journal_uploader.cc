@@ -17,7 +17,7 @@
 #include "common/logging.h"
 #include "hub/chunk_upload.h"
 #include "hub/grpc_status.h"
-#include "hub/parallel.h"
+#include "common/parallel.h"
 #include "hub/proto_convert.h"
 
 namespace geofs::spoke {
@@ -495,7 +495,7 @@ Result<Prepared> JournalUploader::Impl::Prepare(const FileKey& file, uint64_t of
     for (size_t i = 1; i < lengths.size(); ++i) starts[i] = starts[i - 1] + lengths[i - 1];
     std::vector<chunk::ChunkId> ids(lengths.size());
     GEOFS_RETURN_IF_ERROR(
-        hub::ParallelFor(lengths.size(), options_.compress_threads, [&](size_t i) {
+        ParallelFor(lengths.size(), options_.compress_threads, [&](size_t i) {
           ids[i] = chunk::ChunkId::Of(range.data.span().subspan(starts[i], lengths[i]));
           return Status::Ok();
         }));
@@ -555,7 +555,7 @@ Status JournalUploader::Impl::UploadChunks(const Prepared& prepared) {
   }
   if (to_send.empty()) return Status::Ok();
   std::vector<hub::StoredChunk> uploads(to_send.size());
-  GEOFS_RETURN_IF_ERROR(hub::ParallelFor(to_send.size(), options_.compress_threads, [&](size_t i) {
+  GEOFS_RETURN_IF_ERROR(ParallelFor(to_send.size(), options_.compress_threads, [&](size_t i) {
     chunk::EncodedParts parts = chunk::EncodeChunkParts(to_send[i]->second, options_.codec);
     uploads[i] = {BytesOf(to_send[i]->first), std::move(parts.header), std::move(parts.payload)};
     return Status::Ok();

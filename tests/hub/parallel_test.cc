@@ -1,4 +1,4 @@
-#include "hub/parallel.h"
+#include "common/parallel.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -134,6 +134,34 @@ TYPED_TEST(ObjectStoreConformanceTest, PutThenGetReturnsTheSameBytes) {
   EXPECT_EQ(small->view(), "hello");
 }
 
+TYPED_TEST(ObjectStoreConformanceTest, PutManyStoresEachObjectOrSaysWhyNot) {
+  std::vector<std::vector<uint8_t>> data;
+  for (int i = 0; i < 12; ++i) data.push_back(RandomBytes(1000 + 4000 * i, 10 + i));
+  const std::vector<std::string> keys = {"m/0", "m/1", "m/2", "m/3", "m/4",  "m/5",
+                                         "m/6", "m//", "m/8", "m/9", "m/10", "m/0"};
+  std::vector<ObjectPut> puts;
+  for (int i = 0; i < 12; ++i) puts.push_back({keys[i], data[i]});
+  std::vector<Status> out = this->store_->PutMany(puts, 3);
+  ASSERT_EQ(out.size(), puts.size());
+  for (int i = 0; i < 11; ++i) {
+    if (i == 7) {
+      EXPECT_EQ(out[i].code(), StatusCode::kInvalidArgument) << out[i].ToString();
+      continue;
+    }
+    ASSERT_TRUE(out[i].ok()) << keys[i] << ": " << out[i].ToString();
+    if (i == 0) continue;  // put again below
+    auto got = this->store_->Get(keys[i]);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_TRUE(std::equal(data[i].begin(), data[i].end(), got->data(), got->data() + got->size()))
+        << keys[i];
+  }
+  // The same key twice in one set: one of the two objects, whole.
+  ASSERT_TRUE(out[11].ok()) << out[11].ToString();
+  auto twice = this->store_->Get("m/0");
+  ASSERT_TRUE(twice.ok());
+  EXPECT_TRUE(twice->size() == data[0].size() || twice->size() == data[11].size());
+}
+
 TYPED_TEST(ObjectStoreConformanceTest, MissingKeysAreNotFoundAndNamed) {
   auto got = this->store_->Get("no/such-key");
   ASSERT_FALSE(got.ok());

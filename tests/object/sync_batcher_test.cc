@@ -129,6 +129,17 @@ std::string ReadFile(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// Keys spread over fan-out directories, with stable storage for views.
+const std::vector<std::string>& Keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k;
+    for (int i = 0; i < 20; ++i)
+      k.push_back("chunks/0" + std::to_string(i % 3) + "/k" + std::to_string(i));
+    return k;
+  }();
+  return keys;
+}
+
 // What the store's directories held at the moment of one barrier.
 struct BarrierEvent {
   std::map<std::string, std::string> temps;  // name -> bytes, under tmp/
@@ -232,6 +243,56 @@ TEST(LocalObjectStoreBarrierTest, AFailedNameBarrierFailsThePut) {
   Status s = rec.store().Put("k", Bytes("maybe not durable"));
   EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
   EXPECT_NE(s.ToString().find("put k"), std::string::npos) << s.ToString();
+}
+
+// PutMany: every object's data durable before any name, with two barriers
+// for the whole set; a refused object fails alone.
+TEST(LocalObjectStoreBarrierTest, PutManyMakesASetDurableWithTwoBarriers) {
+  TempDir dir;
+  RecordingStore rec(dir.path());
+  rec.WatchKey("chunks/00/k0");
+  std::vector<std::string> data;
+  std::vector<std::vector<uint8_t>> bytes;
+  for (int i = 0; i < 20; ++i) {
+    data.push_back("object " + std::to_string(i));
+    bytes.push_back(Bytes(data[i]));
+  }
+  std::vector<ObjectPut> puts;
+  for (int i = 0; i < 20; ++i) {
+    puts.push_back({i == 7 ? std::string_view("bad//key") : std::string_view(Keys()[i]), bytes[i]});
+  }
+  std::vector<Status> out = rec.store().PutMany(puts, 4);
+  ASSERT_EQ(out.size(), 20u);
+  for (int i = 0; i < 20; ++i) {
+    if (i == 7) {
+      EXPECT_EQ(out[i].code(), StatusCode::kInvalidArgument) << out[i].ToString();
+      continue;
+    }
+    ASSERT_TRUE(out[i].ok()) << i << ": " << out[i].ToString();
+    auto got = rec.store().Get(Keys()[i]);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->view(), data[i]);
+  }
+  std::vector<BarrierEvent> events = rec.events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].temps.size(), 19u);  // every temp complete, no name yet
+  EXPECT_FALSE(events[0].object_visible);
+  EXPECT_TRUE(events[1].temps.empty());
+  EXPECT_EQ(events[1].object, "object 0");
+}
+
+TEST(LocalObjectStoreBarrierTest, PutManyWithAFailedDataBarrierStoresNothing) {
+  TempDir dir;
+  RecordingStore rec(dir.path());
+  rec.FailBarrier(0);
+  const std::vector<uint8_t> a = Bytes("a"), b = Bytes("b");
+  std::vector<ObjectPut> puts = {{Keys()[0], a}, {Keys()[1], b}};
+  std::vector<Status> out = rec.store().PutMany(puts, 2);
+  ASSERT_EQ(out.size(), 2u);
+  for (const Status& s : out) EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
+  EXPECT_EQ(rec.events().size(), 1u);
+  EXPECT_EQ(rec.store().Head(Keys()[0]).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(fs::is_empty(dir.path() + "/tmp"));
 }
 
 TEST(LocalObjectStoreBarrierTest, DeleteIsDurableBeforeItReturns) {

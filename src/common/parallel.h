@@ -23,9 +23,7 @@
 #include "common/worker_pool.h"
 #include "geofs/status.h"
 
-namespace geofs::hub {
-
-using geofs::WorkerPool;
+namespace geofs {
 
 // The pool ParallelFor draws helpers from: created at first use and never
 // destroyed (so no call can outlive it). Enough threads for several
@@ -94,4 +92,4 @@ Status ParallelFor(size_t n, int threads, Fn fn) {
   return state->Wait();
 }
 
-}  // namespace geofs::hub
+}  // namespace geofs
