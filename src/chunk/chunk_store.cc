@@ -22,31 +22,60 @@ Status ChunkStoreOptions::Validate() const {
   return Status::Ok();
 }
 
+Status ChunkStore::TooLarge(size_t size) const {
+  return Status::InvalidArgument("chunk of " + std::to_string(size) +
+                                 " bytes exceeds the limit of " +
+                                 std::to_string(options_.max_chunk_size));
+}
+
 ChunkStore::ChunkStore(object::ObjectStore* store, ChunkStoreOptions options)
     : store_(store), options_(std::move(options)) {}
 
 Result<PutChunkResult> ChunkStore::Put(std::span<const uint8_t> raw) {
-  if (raw.size() > options_.max_chunk_size) {
-    return Status::InvalidArgument("chunk of " + std::to_string(raw.size()) +
-                                   " bytes exceeds the limit of " +
-                                   std::to_string(options_.max_chunk_size));
+  if (raw.size() > options_.max_chunk_size) return TooLarge(raw.size());
+  const NamedChunk one{ChunkId::Of(raw), raw};
+  return std::move(PutNamedMany(std::span(&one, 1), 1)[0]);
+}
+
+std::vector<Result<PutChunkResult>> ChunkStore::PutNamedMany(std::span<const NamedChunk> chunks,
+                                                             int parallelism) {
+  std::vector<Result<PutChunkResult>> out(chunks.size(), Status::Internal("not checked"));
+  std::vector<std::string> keys(chunks.size());
+  std::vector<EncodedChunk> encoded(chunks.size());  // set where the chunk is to be stored
+  // Items never fail the loop: each keeps its own result.
+  (void)ParallelFor(chunks.size(), parallelism, [&](size_t i) {
+    const NamedChunk& chunk = chunks[i];
+    if (chunk.raw.size() > options_.max_chunk_size) {
+      out[i] = TooLarge(chunk.raw.size());
+      return Status::Ok();
+    }
+    keys[i] = chunk.id.ObjectKey();
+    PutChunkResult result;
+    result.id = chunk.id;
+    result.raw_size = chunk.raw.size();
+    // Look before compressing: a duplicate costs one HEAD.
+    auto head = store_->Head(keys[i]);
+    if (head.ok()) {
+      result.stored_size = head->size;
+    } else if (head.status() == StatusCode::kNotFound) {
+      encoded[i] = EncodeChunk(chunk.raw, options_.codec);
+      result.stored_size = encoded[i].bytes.size();
+    } else {
+      out[i] = head.status();
+      return Status::Ok();
+    }
+    out[i] = result;
+    return Status::Ok();
+  });
+  std::vector<object::ObjectPut> puts;
+  std::vector<size_t> put_index;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (!out[i].ok() || encoded[i].bytes.empty()) continue;
+    puts.push_back({keys[i], encoded[i].bytes.span()});
+    put_index.push_back(i);
   }
-  PutChunkResult result;
-  result.id = ChunkId::Of(raw);
-  result.raw_size = raw.size();
-  std::string key = result.id.ObjectKey();
-  // Hash and look before compressing: a duplicate costs one HEAD.
-  auto head = store_->Head(key);
-  if (head.ok()) {
-    result.stored_size = head->size;
-    return result;
-  }
-  if (head.status() != StatusCode::kNotFound) return head.status();
-  EncodedChunk encoded = EncodeChunk(raw, options_.codec);
-  GEOFS_RETURN_IF_ERROR(store_->Put(key, encoded.bytes.span()));
-  result.uploaded = true;
-  result.stored_size = encoded.bytes.size();
-  return result;
+  StoreTogether(puts, put_index, parallelism, &out);
+  return out;
 }
 
 Result<PutChunkResult> ChunkStore::PutEncoded(const ChunkId& id, const Buffer& stored) {
@@ -88,17 +117,23 @@ std::vector<Result<PutChunkResult>> ChunkStore::PutEncodedMany(
     puts.push_back({keys[i], chunks[i].stored.span()});
     put_index.push_back(i);
   }
-  if (puts.empty()) return out;
+  StoreTogether(puts, put_index, parallelism, &out);
+  return out;
+}
+
+void ChunkStore::StoreTogether(std::span<const object::ObjectPut> puts,
+                               std::span<const size_t> put_index, int parallelism,
+                               std::vector<Result<PutChunkResult>>* out) {
+  if (puts.empty()) return;
   std::vector<Status> stored = store_->PutMany(puts, parallelism);
   for (size_t j = 0; j < puts.size(); ++j) {
-    Result<PutChunkResult>& r = out[put_index[j]];
+    Result<PutChunkResult>& r = (*out)[put_index[j]];
     if (stored[j].ok()) {
       r->uploaded = true;
     } else {
       r = stored[j];
     }
   }
-  return out;
 }
 
 Result<Buffer> ChunkStore::GetEncoded(const ChunkId& id) { return store_->Get(id.ObjectKey()); }

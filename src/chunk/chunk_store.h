@@ -49,6 +49,12 @@ struct PutChunkResult {
   uint64_t stored_size = 0;
 };
 
+// A chunk's raw bytes and the id its writer computed, for PutNamedMany.
+struct NamedChunk {
+  ChunkId id;
+  std::span<const uint8_t> raw;
+};
+
 // A chunk received in stored form, for PutEncodedMany.
 struct EncodedUpload {
   ChunkId id;
@@ -69,6 +75,12 @@ class ChunkStore {
   // Stores `raw` unless a chunk with its id exists; durable on return.
   // kInvalidArgument if raw is larger than max_chunk_size.
   Result<PutChunkResult> Put(std::span<const uint8_t> raw);
+  // Put of several chunks the caller has hashed already (so they are not
+  // hashed again): those not stored yet are compressed on up to
+  // `parallelism` threads and stored together (ObjectStore::PutMany). One
+  // result per chunk, in order. REQUIRES: each id is ChunkId::Of(raw).
+  std::vector<Result<PutChunkResult>> PutNamedMany(std::span<const NamedChunk> chunks,
+                                                   int parallelism);
   // Stores a chunk received in stored form (a writer that compressed it
   // already) after checking it decodes to bytes that hash to `id`:
   // kCorruption otherwise, and nothing is stored.
@@ -99,6 +111,11 @@ class ChunkStore {
   Status ForEachChunk(const std::function<Status(const ChunkInfo&)>& fn);
 
  private:
+  Status TooLarge(size_t size) const;  // kInvalidArgument naming the limit
+  // Stores puts[j] (chunk put_index[j] of *out) with one PutMany, marking
+  // each stored chunk uploaded or replacing its result by the failure.
+  void StoreTogether(std::span<const object::ObjectPut> puts, std::span<const size_t> put_index,
+                     int parallelism, std::vector<Result<PutChunkResult>>* out);
   object::ObjectStore* const store_;
   const ChunkStoreOptions options_;
 };

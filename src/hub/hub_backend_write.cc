@@ -3,10 +3,10 @@
 #include <cstring>
 
 #include "common/logging.h"
+#include "common/parallel.h"
 #include "hub/chunk_ids.h"
 #include "hub/hub_backend.h"
 #include "hub/hub_backend_internal.h"
-#include "common/parallel.h"
 #include "vfs/access.h"
 
 namespace geofs::hub {
@@ -265,12 +265,21 @@ Status HubBackend::StoreChunks(std::span<const uint8_t> data, uint64_t data_offs
   refs.reserve(extents->size());
   for (const meta::Extent& e : *extents) refs.push_back({e.chunk, e.chunk_size});
   GEOFS_RETURN_IF_ERROR(ns_->RegisterChunks(refs));
+  std::vector<chunk::NamedChunk> named;
+  named.reserve(extents->size());
+  for (const meta::Extent& e : *extents) named.push_back({ToChunkId(e.chunk), bytes_of(e)});
+  // Compressed in parallel, then stored together: the local store makes the
+  // whole flush durable with two barriers.
+  const auto puts = chunks_->PutNamedMany(named, threads);
   std::vector<meta::StoredChunkSize> sizes(extents->size());  // 0 where not stored
-  const Status stored = ParallelFor(extents->size(), threads, [&](size_t i) {
-    GEOFS_ASSIGN_OR_RETURN(chunk::PutChunkResult put, chunks_->Put(bytes_of((*extents)[i])));
-    sizes[i] = {(*extents)[i].chunk, put.stored_size};
-    return Status::Ok();
-  });
+  Status stored = Status::Ok();
+  for (size_t i = 0; i < puts.size(); ++i) {
+    if (!puts[i].ok()) {
+      if (stored.ok()) stored = puts[i].status();
+      continue;
+    }
+    sizes[i] = {(*extents)[i].chunk, puts[i]->stored_size};
+  }
   // For Stats, including what was stored before a failure; durable with
   // the commit that follows.
   const Status recorded = ns_->RecordStoredSizes(sizes, /*sync=*/false);

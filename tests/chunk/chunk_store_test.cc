@@ -175,6 +175,51 @@ TEST_F(ChunkStoreTest, StoreErrorsSurfaceCleanlyAndLoseNothing) {
             StatusCode::kNotFound);
 }
 
+// The batch forms: each chunk gets its own result; what is stored already is
+// not stored again; a failed object-store write fails only its chunk.
+TEST_F(ChunkStoreTest, PutManyFormsAnswerPerChunk) {
+  std::vector<std::vector<uint8_t>> raws;
+  for (int i = 0; i < 6; ++i) raws.push_back(testdata::TextLike(40000 + 1000 * i, 20 + i));
+  ASSERT_TRUE(store_.Put(raws[0]).ok());  // stored before
+  std::vector<NamedChunk> named;
+  for (const auto& raw : raws) named.push_back({ChunkId::Of(raw), raw});
+  faulty_.FailNext(OpBit(ObjectOp::kPut), 1, Status::Unavailable("s3 down"));
+  auto puts = store_.PutNamedMany(named, 3);
+  ASSERT_EQ(puts.size(), raws.size());
+  ASSERT_TRUE(puts[0].ok());
+  EXPECT_FALSE(puts[0]->uploaded);
+  int failed = 0;
+  for (size_t i = 1; i < raws.size(); ++i) {
+    if (!puts[i].ok()) {
+      EXPECT_EQ(puts[i].status().code(), StatusCode::kUnavailable);
+      ++failed;
+      continue;
+    }
+    EXPECT_TRUE(puts[i]->uploaded);
+    EXPECT_EQ(puts[i]->id, named[i].id);
+    EXPECT_EQ(puts[i]->raw_size, raws[i].size());
+    EXPECT_LT(puts[i]->stored_size, raws[i].size());  // compressed
+    EXPECT_TRUE(SameBytes(*store_.Get(named[i].id), raws[i]));
+  }
+  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(memory_.object_count(), raws.size() - 1);
+
+  // Stored form: checked before anything is stored, per chunk.
+  const std::vector<uint8_t> good = testdata::Random(5000, 30);
+  const std::vector<uint8_t> other = testdata::Random(5000, 31);
+  auto encode = [](const std::vector<uint8_t>& raw) {
+    return EncodeChunk(raw, ChunkCodecOptions{}).bytes;
+  };
+  const std::vector<EncodedUpload> uploads = {{ChunkId::Of(good), encode(good)},
+                                              {ChunkId::Of(good), encode(other)}};
+  auto encoded = store_.PutEncodedMany(uploads, 2);
+  ASSERT_EQ(encoded.size(), 2u);
+  ASSERT_TRUE(encoded[0].ok()) << encoded[0].status().ToString();
+  EXPECT_TRUE(encoded[0]->uploaded);
+  EXPECT_EQ(encoded[1].status().code(), StatusCode::kCorruption);
+  EXPECT_TRUE(SameBytes(*store_.Get(ChunkId::Of(good)), good));
+}
+
 TEST_F(ChunkStoreTest, APutWhoseReplyWasLostIsDeduplicatedOnRetry) {
   auto data = testdata::TextLike(70000, 7);
   faulty_.AddFault({.ops = OpBit(ObjectOp::kPut),
