@@ -18,8 +18,8 @@
 #include <unordered_set>
 
 #include "chunk/chunk_id.h"
-#include "hub/grpc_status.h"
 #include "common/parallel.h"
+#include "hub/grpc_status.h"
 #include "hub/proto_convert.h"
 
 namespace geofs::cli {

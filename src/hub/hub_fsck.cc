@@ -4,8 +4,8 @@
 #include <mutex>
 #include <unordered_set>
 
-#include "hub/chunk_ids.h"
 #include "common/parallel.h"
+#include "hub/chunk_ids.h"
 
 namespace geofs::hub {
 namespace {

@@ -15,9 +15,9 @@
 
 #include "chunk/chunk_id.h"
 #include "common/logging.h"
+#include "common/parallel.h"
 #include "hub/chunk_upload.h"
 #include "hub/grpc_status.h"
-#include "common/parallel.h"
 #include "hub/proto_convert.h"
 
 namespace geofs::spoke {
@@ -494,11 +494,10 @@ Result<Prepared> JournalUploader::Impl::Prepare(const FileKey& file, uint64_t of
     std::vector<uint64_t> starts(lengths.size());
     for (size_t i = 1; i < lengths.size(); ++i) starts[i] = starts[i - 1] + lengths[i - 1];
     std::vector<chunk::ChunkId> ids(lengths.size());
-    GEOFS_RETURN_IF_ERROR(
-        ParallelFor(lengths.size(), options_.compress_threads, [&](size_t i) {
-          ids[i] = chunk::ChunkId::Of(range.data.span().subspan(starts[i], lengths[i]));
-          return Status::Ok();
-        }));
+    GEOFS_RETURN_IF_ERROR(ParallelFor(lengths.size(), options_.compress_threads, [&](size_t i) {
+      ids[i] = chunk::ChunkId::Of(range.data.span().subspan(starts[i], lengths[i]));
+      return Status::Ok();
+    }));
     CommitPart part;
     part.offset = range.offset;
     part.length = range.data.size();

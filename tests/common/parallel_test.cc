@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace geofs::hub {
+namespace geofs {
 namespace {
 
 TEST(ParallelForTest, RunsEveryItemOnceOnSeveralThreads) {
@@ -91,4 +91,4 @@ TEST(WorkerPoolTest, DestructionRunsTheQueuedTasks) {
 }
 
 }  // namespace
-}  // namespace geofs::hub
+}  // namespace geofs
