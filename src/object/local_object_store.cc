@@ -256,20 +256,8 @@ Result<LocalObjectStore::SpaceClaim> LocalObjectStore::ClaimSpace(uint64_t size,
 }
 
 Status LocalObjectStore::Put(std::string_view key, std::span<const uint8_t> data) {
-  GEOFS_RETURN_IF_ERROR(ValidateObjectKey(key));
-  const std::string context = KeyContext("put", key);
-  // Held until the object is written or given up.
-  GEOFS_ASSIGN_OR_RETURN(SpaceClaim claim, ClaimSpace(data.size(), context));
-  std::string path = PathOf(key);
-  std::string tmp = NewTempPath();
-  Status s = WriteTemp(tmp, data, key);
-  // The data must be durable before the name can be: a crash must not leave
-  // a torn object at its final name.
-  if (s.ok()) s = syncer_.Barrier(context);
-  if (s.ok()) s = RenameIntoPlace(tmp, path, key);
-  if (s.ok()) return syncer_.Barrier(context);
-  ::unlink(tmp.c_str());
-  return s;
+  const ObjectPut one{key, data};
+  return std::move(PutMany(std::span(&one, 1), 1)[0]);
 }
 
 std::string LocalObjectStore::NewTempPath() {
@@ -295,8 +283,11 @@ std::vector<Status> LocalObjectStore::PutMany(std::span<const ObjectPut> puts, i
     out[i] = WriteTemp(tmps[i], put.data, put.key);
     return Status::Ok();
   });
-  const std::string context = "put of " + std::to_string(puts.size()) + " objects";
-  // As in Put: every object's data is durable before any name is.
+  const std::string context = puts.size() == 1
+                                  ? KeyContext("put", puts[0].key)
+                                  : "put of " + std::to_string(puts.size()) + " objects";
+  // The data must be durable before any name is: a crash must not leave a
+  // torn object at its final name.
   const bool any_written =
       std::any_of(out.begin(), out.end(), [](const Status& s) { return s.ok(); });
   const Status data_durable = any_written ? syncer_.Barrier(context) : Status::Ok();

@@ -10,16 +10,17 @@
 // Put writes tmp/<unique>, runs a file-system barrier (its data is durable),
 // renames it into place (creating missing directories), and runs a second
 // barrier (the new name, and any directory created, are durable). PutMany
-// does the same for a set: writes every temp file, one barrier, renames
-// them all, one barrier. So an
-// object is durable and complete before Put returns, and a crash leaves
-// either the old or the new object at its name, never a torn one. Delete
-// unlinks, then runs a barrier. Barriers are syncfs(2) calls shared by every
-// concurrent Put and Delete (SyncBatcher): a crowd of Puts costs a few
-// journal commits in all, whatever directories they write to. The price: a
-// barrier also flushes whatever else is dirty on the same file system, so
-// put the store on a file system that is not busy with unrelated writes.
-// Put keeps `keep_free_bytes` of the file system free.
+// does the same for a set: every temp file, one barrier, every rename, one
+// barrier. So an object is durable and complete before Put returns, and a
+// crash leaves either the old or the new object at its name, never a torn
+// one. Delete unlinks, then runs a barrier. Barriers are syncfs(2) calls
+// shared by every concurrent Put and Delete (SyncBatcher): a crowd of Puts
+// costs a few journal commits in all, whatever directories they write to.
+// The price: a barrier also flushes whatever else is dirty on the same file
+// system, so put the store on a file system that is not busy with unrelated
+// writes.
+// Put keeps `keep_free_bytes` of the file system free (each object's claim
+// on the space lasts while its file is written).
 //
 // Limits of the file-system mapping: a key component is at most 255 bytes
 // (kNameTooLong), and a key cannot be stored when it is also a "directory" of
@@ -111,7 +112,6 @@ class LocalObjectStore : public ObjectStore {
   // Temp names are pid.nonce.counter: unique among live writers, and the
   // nonce keeps a reused pid from meeting a crashed writer's leftovers.
   const std::string tmp_prefix_;  // "pid.nonce."
-
   std::atomic<uint64_t> tmp_counter_{0};
   const int root_fd_;  // names the file system for the barriers and statvfs
   const uint64_t keep_free_bytes_;
