@@ -212,6 +212,12 @@ class Importer::Impl {
     std::string rel;
     struct stat st;
   };
+  // A file read, chunked and hashed, ready to be committed.
+  struct ReadFileResult {
+    FileJob job;
+    struct stat st;
+    std::vector<v1::Extent> extents;
+  };
   using Batch = std::vector<std::pair<chunk::ChunkId, Buffer>>;
 
   // A hub call, retried with backoff while the hub is unavailable.
@@ -268,9 +274,7 @@ class Importer::Impl {
   void ImportGroup(const std::vector<FileJob>& jobs);
   // Creates and commits the files of a group in one ApplyChanges; the
   // status of each file's pair of changes, in order.
-  Result<std::vector<Status>> CreateAndCommit(const std::vector<FileJob>& jobs,
-                                              const std::vector<struct stat>& stats,
-                                              const std::vector<std::vector<v1::Extent>>& extents);
+  Result<std::vector<Status>> CreateAndCommit(const std::vector<ReadFileResult>& files);
   // Reads, chunks and hashes a file into `batch`, sending the batch after
   // each block read if `send_blocks`; kAborted if it changed while being
   // read.
@@ -625,44 +629,40 @@ void Importer::Impl::SubmitGroup() {
   group_bytes_ = 0;
 }
 
-void Importer::Impl::ImportGroup(const std::vector<FileJob>& all) {
+void Importer::Impl::ImportGroup(const std::vector<FileJob>& jobs) {
   if (failed()) return;
-  std::vector<FileJob> jobs;
-  std::vector<struct stat> stats;
-  std::vector<std::vector<v1::Extent>> extents;
+  std::vector<ReadFileResult> files;
   Batch batch;
-  for (const FileJob& job : all) {
+  for (const FileJob& job : jobs) {
     if (failed()) return;
-    std::vector<v1::Extent> file_extents;
-    struct stat st;
+    ReadFileResult file{job, {}, {}};
     const size_t mark = batch.size();
-    Status s = ReadStable(job, &file_extents, &st, &batch, /*send_blocks=*/false);
+    Status s = ReadStable(job, &file.extents, &file.st, &batch, /*send_blocks=*/false);
     if (!s.ok()) {
       batch.resize(mark);  // none of its chunks are needed now
       if (s.code() != StatusCode::kAborted) Report(job.rel, s);
       continue;
     }
-    jobs.push_back(job);
-    stats.push_back(st);
-    extents.push_back(std::move(file_extents));
+    files.push_back(std::move(file));
   }
-  if (jobs.empty()) return;
+  if (files.empty()) return;
   if (Status s = SendBatch(batch); !s.ok()) {
-    for (const FileJob& job : jobs) Report(job.rel, s);
+    for (const ReadFileResult& file : files) Report(file.job.rel, s);
     return;
   }
   // Files whose changes did not go through are committed one by one,
   // which copes with whatever stood in the way.
-  auto together = CreateAndCommit(jobs, stats, extents);
-  for (size_t i = 0; i < jobs.size(); ++i) {
+  auto together = CreateAndCommit(files);
+  for (size_t i = 0; i < files.size(); ++i) {
+    const ReadFileResult& file = files[i];
     Status s = together.ok() ? (*together)[i] : together.status();
     if (s.ok()) {
       ++counters_.files_grouped;
     } else {
-      s = CommitFile(jobs[i], stats[i], extents[i]);
+      s = CommitFile(file.job, file.st, file.extents);
     }
     if (!s.ok()) {
-      Report(jobs[i].rel, s);
+      Report(file.job.rel, s);
     } else {
       ++counters_.files_sent;
     }
@@ -670,38 +670,38 @@ void Importer::Impl::ImportGroup(const std::vector<FileJob>& all) {
 }
 
 Result<std::vector<Status>> Importer::Impl::CreateAndCommit(
-    const std::vector<FileJob>& jobs, const std::vector<struct stat>& stats,
-    const std::vector<std::vector<v1::Extent>>& extents) {
+    const std::vector<ReadFileResult>& files) {
   // Numbers reserved first, so each file's commit can name the file its
   // create makes in the same batch. Numbers of files whose create fails
   // stay unused.
   v1::ReserveInodesRequest reserve;
-  reserve.set_count(static_cast<uint32_t>(jobs.size()));
+  reserve.set_count(static_cast<uint32_t>(files.size()));
   v1::ReserveInodesResponse reserved;
   GEOFS_RETURN_IF_ERROR(Call(&v1::Hub::Stub::ReserveInodes, reserve, &reserved));
-  if (static_cast<size_t>(reserved.generations_size()) != jobs.size()) {
+  if (static_cast<size_t>(reserved.generations_size()) != files.size()) {
     return Status::Internal("the hub reserved " + std::to_string(reserved.generations_size()) +
-                            " inode numbers, not " + std::to_string(jobs.size()));
+                            " inode numbers, not " + std::to_string(files.size()));
   }
   v1::ApplyChangesRequest req;
-  std::vector<v1::FileRef> refs(jobs.size());
-  for (size_t i = 0; i < jobs.size(); ++i) {
+  std::vector<v1::FileRef> refs(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    const ReadFileResult& file = files[i];
     refs[i].set_ino(reserved.first() + i);
     refs[i].set_gen(reserved.generations(static_cast<int>(i)));
     v1::CreateRequest* create = req.add_changes()->mutable_create();
-    *create->mutable_dir() = jobs[i].dir;
-    create->set_name(jobs[i].name);
+    *create->mutable_dir() = file.job.dir;
+    create->set_name(file.job.name);
     create->set_type(v1::REGULAR);
     create->set_mode(v1::UNCHECKED);
-    *create->mutable_attrs() = OwnershipOf(stats[i]);
+    *create->mutable_attrs() = OwnershipOf(file.st);
     create->set_reserved_ino(refs[i].ino());
     v1::CommitFileRequest* commit = req.add_changes()->mutable_commit_file();
     *commit->mutable_ref() = refs[i];
     commit->set_expected_version(1);  // a new file's first version
     commit->set_replace_all(true);
-    for (const v1::Extent& e : extents[i]) *commit->add_extents() = e;
-    commit->set_new_size(stats[i].st_size);
-    *commit->mutable_mtime() = hub::ToProto(MtimeOf(stats[i]));
+    for (const v1::Extent& e : file.extents) *commit->add_extents() = e;
+    commit->set_new_size(file.st.st_size);
+    *commit->mutable_mtime() = hub::ToProto(MtimeOf(file.st));
   }
   v1::ApplyChangesResponse resp;
   GEOFS_RETURN_IF_ERROR(Call(&v1::Hub::Stub::ApplyChanges, req, &resp));
@@ -713,15 +713,15 @@ Result<std::vector<Status>> Importer::Impl::CreateAndCommit(
     if (r.deferred()) return Status::Unavailable("deferred by the hub");
     return hub::ChangeStatus(r);
   };
-  std::vector<Status> results(jobs.size());
-  for (size_t i = 0; i < jobs.size(); ++i) {
+  std::vector<Status> results(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
     const v1::ChangeResult& created = resp.results(static_cast<int>(2 * i));
     const v1::ChangeResult& committed = resp.results(static_cast<int>(2 * i + 1));
     results[i] = outcome(created);
     if (results[i].ok()) results[i] = outcome(committed);
     // Ownership the hub did not take as given (its rules on mode bits).
     if (results[i].ok()) {
-      results[i] = SetAttrs(refs[i], committed.commit_file().wcc().after(), stats[i], false);
+      results[i] = SetAttrs(refs[i], committed.commit_file().wcc().after(), files[i].st, false);
     }
   }
   return results;

@@ -45,13 +45,6 @@ v1::Compression ToProto(chunk::Compression c) {
   return c == chunk::Compression::kZstd ? v1::ZSTD : v1::NONE;
 }
 
-// A received chunk, held between reading the stream and storing it.
-struct Upload {
-  chunk::ChunkId id;
-  Buffer stored;
-  uint32_t raw_size = 0;
-};
-
 }  // namespace
 
 grpc::Status HubService::GetChunkMap(grpc::ServerContext* ctx, const v1::GetChunkMapRequest* req,
@@ -150,23 +143,21 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
                                    grpc::ServerReader<v1::PutChunkRequest>* reader,
                                    v1::PutChunksResponse* resp) {
   return Run(ctx, [&]() -> Status {
-    std::vector<Upload> batch;
+    // Received chunks, held between reading the stream and storing them,
+    // and their registrations.
+    std::vector<chunk::EncodedUpload> batch;
+    std::vector<meta::ChunkRef> refs;
     size_t batch_bytes = 0;
     auto store_batch = [&]() -> Status {
-      std::vector<meta::ChunkRef> refs;
-      for (const Upload& u : batch) refs.push_back({ToMetaId(u.id), u.raw_size});
       // Registered before they are stored, so GC knows every chunk it may
       // have to collect. Not synced: the commit that references them is,
       // and a registration lost in a crash leaves orphans that GC sweeps
       // (GcRunner).
       GEOFS_RETURN_IF_ERROR(
           Context(ns_->RegisterChunks(refs, /*sync=*/false), "registering chunks"));
-      std::vector<chunk::EncodedUpload> uploads;
-      uploads.reserve(batch.size());
-      for (const Upload& u : batch) uploads.push_back({u.id, u.stored});
       // Checked in parallel, then stored together: the local store makes
       // the whole batch durable with two barriers.
-      auto puts = chunks_->PutEncodedMany(uploads, options_.put_parallelism);
+      auto puts = chunks_->PutEncodedMany(batch, options_.put_parallelism);
       std::vector<meta::StoredChunkSize> sizes(batch.size());  // 0 where not stored
       Status stored = Status::Ok();
       for (size_t i = 0; i < batch.size(); ++i) {
@@ -192,6 +183,7 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
       GEOFS_RETURN_IF_ERROR(stored);
       GEOFS_RETURN_IF_ERROR(Context(recorded, "recording stored sizes"));
       batch.clear();
+      refs.clear();
       batch_bytes = 0;
       return Status::Ok();
     };
@@ -204,7 +196,7 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
       // The received bytes move into the Buffer: no copy.
       auto owner = std::make_shared<std::string>(std::move(*req.mutable_data()));
       Buffer stored(owner, reinterpret_cast<const uint8_t*>(owner->data()), owner->size());
-      // The header's raw size registers the chunk; decoding (in PutEncoded)
+      // The header's raw size registers the chunk; decoding (in PutEncodedMany)
       // then checks it together with the hash before anything is stored.
       auto header = chunk::ReadChunkHeader(stored.span());
       if (!header.ok()) return Status::InvalidArgument(what + ": " + header.status().ToString());
@@ -215,7 +207,8 @@ grpc::Status HubService::PutChunks(grpc::ServerContext* ctx,
       }
       resp->set_received(resp->received() + 1);
       batch_bytes += stored.size();
-      batch.push_back(Upload{id, std::move(stored), header->raw_size});
+      refs.push_back({ToMetaId(id), header->raw_size});
+      batch.push_back({id, std::move(stored)});
       if (batch_bytes >= options_.put_batch_bytes) GEOFS_RETURN_IF_ERROR(store_batch());
     }
     GEOFS_RETURN_IF_ERROR(Cancelled(ctx));
