@@ -23,11 +23,11 @@
 #include <utility>
 #include <vector>
 
-#include "cache/buffer_pool.h"
 #include "cache/cache_file.h"
 #include "cache/chunk_cache_internal.h"
 #include "cache/eviction_policy.h"
 #include "cache/io_engine.h"
+#include "common/buffer_pool.h"
 #include "common/logging.h"
 
 namespace geofs::cache {
@@ -715,7 +715,7 @@ class ChunkCacheImpl final : public ChunkCache {
 
   const ChunkCacheOptions options_;
   std::unique_ptr<IoEngine> engine_;
-  BufferPool pool_;
+  geofs::BufferPool pool_;
 
   mutable std::mutex mu_;
   EvictionPolicy policy_;

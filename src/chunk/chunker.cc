@@ -145,13 +145,22 @@ std::vector<size_t> ChunkLengths(std::span<const uint8_t> data, const ChunkerOpt
 ChunkSplitter::ChunkSplitter(const ChunkerOptions& options, Sink sink)
     : chunker_(options), sink_(std::move(sink)) {}
 
-Status ChunkSplitter::Write(std::span<const uint8_t> data) {
+Status ChunkSplitter::Write(std::span<const uint8_t> data) { return Split(data, false); }
+
+Status ChunkSplitter::WriteLast(std::span<const uint8_t> data) {
+  GEOFS_RETURN_IF_ERROR(Split(data, true));
+  return Finish();
+}
+
+Status ChunkSplitter::Split(std::span<const uint8_t> data, bool last) {
   size_t pos = 0;
   while (pos < data.size()) {
     bool boundary;
     size_t start = pos;
     pos += chunker_.Scan(data.subspan(pos), &boundary);
     std::span<const uint8_t> piece = data.subspan(start, pos - start);
+    // The stream's tail, whole in `data`, is a chunk as it stands.
+    if (!boundary && last && pending_.empty()) boundary = true;
     if (!boundary) {
       pending_.insert(pending_.end(), piece.begin(), piece.end());
       continue;

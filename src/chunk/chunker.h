@@ -91,8 +91,15 @@ class ChunkSplitter {
   // Ends the stream: emits the last, possibly short, chunk (if any bytes are
   // pending). The splitter is then ready for a new stream.
   Status Finish();
+  // Write(data) then Finish(), except that a last chunk lying entirely
+  // inside `data` is passed on from it rather than copied: the common case
+  // of a file read in one block.
+  Status WriteLast(std::span<const uint8_t> data);
 
  private:
+  // Write's loop; with `last`, the tail of `data` ends the stream.
+  Status Split(std::span<const uint8_t> data, bool last);
+
   Chunker chunker_;
   Sink sink_;
   std::vector<uint8_t> pending_;  // bytes of the current chunk from earlier Writes

@@ -34,8 +34,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "cache/buffer_pool.h"
 #include "cache/chunk_cache.h"
+#include "common/buffer_pool.h"
 #include "geofs/clock.h"
 #include "geofs/vfs.h"
 #include "spoke/create_log.h"
@@ -267,7 +267,7 @@ class SpokeBackend : public vfs::Backend {
   // Sends SetAttr, Create, Remove, Rename and Link to the hub.
   std::unique_ptr<ChangeBatcher> changes_;
   // Storage of READ replies assembled from several chunks.
-  cache::BufferPool reply_pool_;
+  BufferPool reply_pool_;
   FileKey root_;
 
   std::atomic<uint64_t> metadata_hits_{0}, metadata_misses_{0};

@@ -49,7 +49,7 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
       : begin_(begin), end_(end), reply_(std::move(reply)), cb_(std::move(cb)) {}
 
   // Fetches every extent overlapping [begin, end) and answers.
-  void Run(ChunkFetcher* fetcher, cache::BufferPool* pool, const ChunkMap& map,
+  void Run(ChunkFetcher* fetcher, BufferPool* pool, const ChunkMap& map,
            std::vector<PendingRange> overlay) {
     overlay_ = std::move(overlay);
     std::vector<MapExtent> parts;

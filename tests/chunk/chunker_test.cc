@@ -269,6 +269,43 @@ TEST(ChunkSplitterTest, EmitsTheSameChunksAsChunkLengths) {
   EXPECT_EQ(lengths, expected);
 }
 
+TEST(ChunkSplitterTest, WriteLastPassesATailInsideItsDataWithoutACopy) {
+  ChunkerOptions o = SmallOptions();
+  auto data = testdata::Random(3 << 20, 11);
+  std::vector<size_t> expected = ChunkLengths(data, o);
+  ASSERT_GE(expected.size(), 3u);
+
+  std::vector<size_t> lengths;
+  std::vector<bool> inside;  // whether each chunk was a span of `data` itself
+  ChunkSplitter splitter(o, [&](std::span<const uint8_t> chunk) {
+    lengths.push_back(chunk.size());
+    inside.push_back(chunk.data() >= data.data() && chunk.data() < data.data() + data.size());
+    return Status::Ok();
+  });
+  // The whole stream in one call: every chunk, the short last one
+  // included, comes from `data`.
+  ASSERT_TRUE(splitter.WriteLast(data).ok());
+  EXPECT_EQ(lengths, expected);
+  EXPECT_EQ(inside, std::vector<bool>(expected.size(), true));
+
+  // A tail that began in an earlier Write is whole only in the splitter's
+  // buffer; the chunks are still the same.
+  lengths.clear();
+  inside.clear();
+  const size_t split = expected[0] + expected[1] / 2;
+  ASSERT_TRUE(splitter.Write(std::span(data).first(split)).ok());
+  ASSERT_TRUE(splitter.WriteLast(std::span(data).subspan(split)).ok());
+  EXPECT_EQ(lengths, expected);
+  EXPECT_FALSE(inside[1]);
+  EXPECT_TRUE(inside.back());
+
+  // Empty last data ends the stream like Finish.
+  lengths.clear();
+  ASSERT_TRUE(splitter.Write(data).ok());
+  ASSERT_TRUE(splitter.WriteLast({}).ok());
+  EXPECT_EQ(lengths, expected);
+}
+
 TEST(ChunkSplitterTest, SinkErrorsStopTheWrite) {
   ChunkerOptions o = SmallOptions();
   auto data = testdata::Random(1 << 20, 10);

@@ -1,10 +1,10 @@
-#include "cache/buffer_pool.h"
+#include "common/buffer_pool.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-namespace geofs::cache {
+namespace geofs {
 namespace {
 
 TEST(BufferPoolTest, ReleasedStorageIsReusedForTheSameSizeClass) {
@@ -42,6 +42,18 @@ TEST(BufferPoolTest, KeepsAtMostTheIdleLimitAndPoolsNothingHuge) {
   EXPECT_EQ(pool.idle_bytes(), size_t{128} << 10);
 }
 
+TEST(BufferPoolTest, PoolsUpToItsLargestSizeClass) {
+  BufferPool pool(/*max_idle_bytes=*/64 << 20, /*max_pooled_bytes=*/16 << 20);
+  uint8_t* first;
+  { Buffer block = pool.Allocate(16 << 20, &first); }
+  EXPECT_EQ(pool.idle_bytes(), size_t{16} << 20);
+  uint8_t* again;
+  Buffer block = pool.Allocate(9 << 20, &again);  // the same 16 MiB class
+  EXPECT_EQ(again, first);
+  { Buffer huge = pool.Allocate(17 << 20, &again); }
+  EXPECT_EQ(pool.idle_bytes(), 0u);
+}
+
 TEST(BufferPoolTest, BuffersMayOutliveThePool) {
   Buffer kept;
   {
@@ -54,4 +66,4 @@ TEST(BufferPoolTest, BuffersMayOutliveThePool) {
 }
 
 }  // namespace
-}  // namespace geofs::cache
+}  // namespace geofs

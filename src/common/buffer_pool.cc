@@ -1,22 +1,24 @@
-#include "cache/buffer_pool.h"
+#include "common/buffer_pool.h"
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <mutex>
 #include <vector>
 
-namespace geofs::cache {
+namespace geofs {
 namespace {
 
 constexpr int kMinShift = 16;  // 64 KiB
-constexpr int kMaxShift = 22;  // 4 MiB
-constexpr int kClasses = kMaxShift - kMinShift + 1;
+
+int ClassOf(size_t size) {
+  return std::countr_zero(std::bit_ceil(std::max<size_t>(size, size_t{1} << kMinShift))) -
+         kMinShift;
+}
 
 }  // namespace
 
 struct BufferPool::Shelves {
-  explicit Shelves(size_t max_idle) : max_idle_bytes(max_idle) {}
+  Shelves(size_t max_idle, int classes) : max_idle_bytes(max_idle), free(classes) {}
   ~Shelves() {
     for (auto& shelf : free)
       for (uint8_t* p : shelf) delete[] p;
@@ -38,19 +40,19 @@ struct BufferPool::Shelves {
 
   const size_t max_idle_bytes;
   mutable std::mutex mu;
-  std::array<std::vector<uint8_t*>, kClasses> free;  // guarded by mu
-  size_t idle_bytes = 0;                             // guarded by mu
+  std::vector<std::vector<uint8_t*>> free;  // per size class; guarded by mu
+  size_t idle_bytes = 0;                    // guarded by mu
 };
 
-BufferPool::BufferPool(size_t max_idle_bytes)
-    : shelves_(std::make_shared<Shelves>(max_idle_bytes)) {}
+BufferPool::BufferPool(size_t max_idle_bytes, size_t max_pooled_bytes)
+    : shelves_(std::make_shared<Shelves>(max_idle_bytes, ClassOf(max_pooled_bytes) + 1)) {}
 
 BufferPool::~BufferPool() = default;
 
 Buffer BufferPool::Allocate(size_t size, uint8_t** out) {
-  const size_t rounded = std::bit_ceil(std::max<size_t>(size, size_t{1} << kMinShift));
-  const int c = std::countr_zero(rounded) - kMinShift;
-  if (c >= kClasses) return Buffer::Allocate(size, out);
+  const int c = ClassOf(size);
+  if (c >= static_cast<int>(shelves_->free.size())) return Buffer::Allocate(size, out);
+  const size_t rounded = size_t{1} << (c + kMinShift);
   uint8_t* p = nullptr;
   {
     std::lock_guard lock(shelves_->mu);
@@ -75,4 +77,4 @@ size_t BufferPool::idle_bytes() const {
   return shelves_->idle_bytes;
 }
 
-}  // namespace geofs::cache
+}  // namespace geofs
