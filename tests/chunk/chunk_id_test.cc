@@ -4,6 +4,8 @@
 
 #include <string_view>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 namespace geofs::chunk {
 namespace {
@@ -21,6 +23,30 @@ TEST(ChunkIdTest, IsTheSha256OfTheBytes) {
   EXPECT_EQ(
       ChunkId::Of(AsBytes("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")).ToHex(),
       "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+TEST(ChunkIdTest, HashesLongInputsAcrossItsStepsLikeOneDigest) {
+  // FIPS 180-2's long vector: a million 'a's, far past the few-KiB steps
+  // ChunkId::Of hashes in, ending mid-step.
+  const std::string million(1000000, 'a');
+  EXPECT_EQ(ChunkId::Of(AsBytes(million)).ToHex(),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  // Lengths on either side of step boundaries (digests from Python's
+  // hashlib over the same bytes).
+  const std::pair<size_t, std::string_view> expected[] = {
+      {4095, "c1057ef5f1dfcc2594e10d571b499e61188bf7e156a815ffc66cd4dea1f003f2"},
+      {4096, "edc9983a5f8a590052203d12c58e8d367f7c694a8746b7b9ef87bcc8f5af9e9f"},
+      {4097, "265eb02ffd0a68c82b2c2280e8dbb61681034b21c3386c29cc046215d0fd0fa4"},
+      {8191, "087015040fbd5471993bf57ec8e2e21dd7fe9d1f04f1c8e9d2e515e40a225fbb"},
+      {8192, "dd249668926165f61677420f82a9c14ba1ffefeaf4387861f275a13c6aa7491e"},
+      {8193, "3238b82084e608e2314ee55f0ca8895ecc95225d14eb0a6ca22a4346f5540c34"},
+      {12295, "84a11c3598c45c54dfb5cd7c0826dd2192ebcb70d73e6f0bb01a7a82af0afe5d"},
+  };
+  std::vector<uint8_t> bytes(12295);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 131 + 7);
+  for (const auto& [n, hex] : expected) {
+    EXPECT_EQ(ChunkId::Of(std::span(bytes).first(n)).ToHex(), hex) << n;
+  }
 }
 
 TEST(ChunkIdTest, HexRoundTripsAndRejectsGarbage) {
