@@ -190,6 +190,9 @@ Status ImportOptions::Validate() const {
     return Status::InvalidArgument("import: workers and compress_threads must be at least 1");
   }
   if (batch_bytes == 0) return Status::InvalidArgument("import: batch_bytes must be positive");
+  if (batches_in_flight < 0) {
+    return Status::InvalidArgument("import: batches_in_flight must not be negative");
+  }
   return Status::Ok();
 }
 
@@ -198,7 +201,8 @@ class Importer::Impl {
   Impl(const HubClient* hub, ImportOptions options)
       : hub_(hub),
         options_(std::move(options)),
-        read_blocks_(options_.batch_bytes * options_.workers, options_.batch_bytes) {}
+        read_blocks_(options_.batch_bytes * options_.workers * (options_.batches_in_flight + 1),
+                     options_.batch_bytes) {}
 
   Result<ImportReport> Run(const std::string& src_dir, const std::string& hub_path);
   ImportStats Progress() const { return counters_.Snapshot(); }
@@ -279,9 +283,10 @@ class Importer::Impl {
   // Creates and commits the files of a group in one ApplyChanges; the
   // status of each file's pair of changes, in order.
   Result<std::vector<Status>> CreateAndCommit(const std::vector<ReadFileResult>& files);
-  // Reads, chunks and hashes a file into `batch`, sending the batch after
-  // each block read if `send_blocks`; kAborted if it changed while being
-  // read.
+  // Reads, chunks and hashes a file into `batch`; kAborted if it changed
+  // while being read. With `send_blocks`, the chunks of each block read go
+  // up as a batch (up to batches_in_flight in the background) and are all
+  // stored when this returns OK.
   Status ReadFile(const FileJob& job, std::vector<v1::Extent>* extents, struct stat* st,
                   Batch* batch, bool send_blocks);
   // ReadFile, again once if the file changed while being read.
@@ -784,6 +789,23 @@ Status Importer::Impl::ReadFile(const FileJob& job, std::vector<v1::Extent>* ext
     batch->emplace_back(id, in_block ? block.Slice(at - begin, data.size()) : Buffer::CopyOf(data));
     return Status::Ok();
   });
+  // Uploads of earlier blocks of the file; a future of std::async waits for
+  // its task when destroyed, so none outlives this call, whatever it
+  // returns. The last block's batch goes up on this thread.
+  std::deque<std::future<Status>> uploads;
+  auto upload_batch = [&](bool last) -> Status {
+    if (last || options_.batches_in_flight == 0) return SendBatch(*batch);
+    if (uploads.size() == static_cast<size_t>(options_.batches_in_flight)) {
+      Status oldest = uploads.front().get();
+      uploads.pop_front();
+      GEOFS_RETURN_IF_ERROR(oldest);
+    }
+    uploads.push_back(std::async(std::launch::async, [this, sent = std::move(*batch)]() mutable {
+      return SendBatch(sent);
+    }));
+    batch->clear();
+    return Status::Ok();
+  };
   const uint64_t expected = before.st_size;
   uint64_t read_total = 0;
   for (bool eof = false; !eof;) {
@@ -818,8 +840,9 @@ Status Importer::Impl::ReadFile(const FileJob& job, std::vector<v1::Extent>* ext
     }
     GEOFS_RETURN_IF_ERROR(eof ? splitter.WriteLast({p, block_filled})
                               : splitter.Write({p, block_filled}));
-    if (send_blocks) GEOFS_RETURN_IF_ERROR(SendBatch(*batch));
+    if (send_blocks) GEOFS_RETURN_IF_ERROR(upload_batch(eof));
   }
+  for (; !uploads.empty(); uploads.pop_front()) GEOFS_RETURN_IF_ERROR(uploads.front().get());
 
   if (::fstat(fd.get(), st) != 0) return Status::FromErrno(errno, "fstat " + job.src);
   if (st->st_size != before.st_size || MtimeOf(*st) != MtimeOf(before) || offset != expected) {

@@ -28,12 +28,12 @@
 // Pipelining: the walk runs on the calling thread; regular files go to a
 // pool of workers, each reading, chunking and hashing a file, asking the hub
 // about a batch of chunks at a time, and compressing and uploading the
-// missing ones on a few threads. New small files travel in groups: their
-// chunks go up together, then one ApplyChanges creates each file (with an
-// inode number reserved beforehand) and commits its chunk map, made durable
-// with one sync. A file of a group whose change does not go through (a
-// deferred change, a name taken meanwhile, an older hub) is committed on
-// its own, as any other file.
+// missing ones on a few threads. A large file's batches upload in the
+// background (up to batches_in_flight) while its next block is read. New small files travel in
+// groups: their chunks go up together, then one ApplyChanges creates each file (with an inode
+// number reserved beforehand) and commits its chunk map, made durable with one sync. A file of a
+// group whose change does not go through (a deferred change, a name taken meanwhile, an older hub)
+// is committed on its own, as any other file.
 #pragma once
 
 #include <atomic>
@@ -65,6 +65,10 @@ struct ImportOptions {
   int compress_threads = 2;
   // Chunk bytes a worker gathers before asking the hub which it lacks.
   size_t batch_bytes = size_t{16} << 20;
+  // Batches of one file uploading while its worker reads the next block:
+  // a file larger than batch_bytes does not wait for each upload. 0: each
+  // batch is stored before the next block is read.
+  int batches_in_flight = 2;
   // New files up to this size are imported in groups (up to 256 files or
   // batch_bytes): one chunk upload, and one batch that creates and commits
   // them all, instead of several calls per file. 0: every file on its own.

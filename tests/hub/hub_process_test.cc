@@ -220,6 +220,24 @@ TEST_F(HubProcessTest, SmallFilesAreImportedInGroups) {
   ExpectFsckClean(*hub_);
 }
 
+// A file of several blocks is read on while its earlier batches upload (two
+// at a time). Its content repeats, so batches in flight together share
+// chunks: one sends them and the other waits for it.
+TEST_F(HubProcessTest, ALargeFileIsReadOnWhileItsEarlierBatchesUpload) {
+  SourceTree tree(dir_.path() + "/src");
+  const std::string segment = RandomBytes(7 * kMiB + 12345, 70);
+  std::string large;
+  while (large.size() < 60 * kMiB) large += segment;
+  tree.File("large.bin", large);
+  auto r = hub_->Ctl({"import", tree.root(), "/large"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
+  ExpectHubHolds(*hub_, tree, "/large");
+  // Stored about once: the repeats add a chunk or two around the first seam.
+  EXPECT_LT(NewBytesStored(r->out), 2 * segment.size()) << r->out;
+  ExpectFsckClean(*hub_);
+}
+
 TEST_F(HubProcessTest, FilesChangingWhileReadAreSkipped) {
   SourceTree tree(dir_.path() + "/src");
   tree.File("steady", RandomBytes(kMiB, 4));
@@ -347,7 +365,10 @@ TEST(HubProcessFullDiskTest, ChunkWritesStopShortOfAFullDiskAndTheHubGoesOn) {
 
   TempDir src;
   SourceTree big(src.path() + "/big");
-  for (int i = 0; i < 5; ++i) big.File("f" + std::to_string(i), RandomBytes(6 * kMiB, 40 + i));
+  big.File("f0", RandomBytes(6 * kMiB, 40));
+  // Two blocks: the first one's batch uploads while the second is read,
+  // and may be the one to fail.
+  big.File("large", RandomBytes(24 * kMiB, 45));
   auto full = (*hub)->Ctl({"import", big.root(), "/big"});
   ASSERT_TRUE(full.ok()) << full.status().ToString();
   EXPECT_NE(full->exit_code, 0);
