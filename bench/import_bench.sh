@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Hub import benchmark: `geofsctl import` into a geofs-hubd with the local
 # object store and with an S3 one (s3rver), side by side with `cp -r` (+ sync)
-# and `aws s3 sync` into the same s3rver, on four data sets; then gRPC
+# and `aws s3 sync` into the same s3rver, on five data sets; then gRPC
 # namespace ops/s (geofs-hub-ops). See docs/benchmarks.md, "Hub import".
 #
 #   bench/import_bench.sh [--quick] [--no-build] [--build-dir DIR] [--work DIR]
 #                         [--random-mib N] [--text-mib N] [--dedup-mib N] [--small-mib N]
+#                         [--large-mib N]
 #                         [--no-s3] [--no-ops] [--ops-duration S] [--ops-threads N]
 #                         [--out DIR]
 #
@@ -15,6 +16,7 @@
 #   dedup   v1: 30% of the bytes are duplicate files; v2: v1 after small edits.
 #           v1 is imported to /dedup-v1, then v2 to /dedup-v2 (both kept).
 #   small   many small files (4..64 KiB): the cost per file
+#   large   shards of 256 MiB: many batches per file
 # Each tool writes into a fresh destination; source files are in the page
 # cache for every run (they were just generated or read).
 set -euo pipefail
@@ -26,6 +28,7 @@ random_mib=200
 text_mib=150
 dedup_mib=100
 small_mib=50
+large_mib=512
 with_s3=1
 with_ops=1
 build=1
@@ -33,10 +36,10 @@ ops_duration=5
 ops_threads=8
 out=
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while (($#)); do
   case $1 in
-    --quick) random_mib=48; text_mib=32; dedup_mib=32; small_mib=16; ops_duration=2 ;;
+    --quick) random_mib=48; text_mib=32; dedup_mib=32; small_mib=16; large_mib=96; ops_duration=2 ;;
     --no-build) build=0 ;;
     --build-dir) build_dir=$2; shift ;;
     --work) work=$2; shift ;;
@@ -44,6 +47,7 @@ while (($#)); do
     --text-mib) text_mib=$2; shift ;;
     --dedup-mib) dedup_mib=$2; shift ;;
     --small-mib) small_mib=$2; shift ;;
+    --large-mib) large_mib=$2; shift ;;
     --no-s3) with_s3=0 ;;
     --no-ops) with_ops=0 ;;
     --ops-duration) ops_duration=$2; shift ;;
@@ -99,7 +103,8 @@ gen() {  # KIND MIB -> prints the directory
   if [[ ! -f $dir.done ]]; then
     rm -rf "$dir"
     echo "generating $1 ($2 MiB) in $dir" >&2
-    python3 "$repo/bench/import_data.py" "$1" "$dir" "$2"
+    # (errexit does not reach into the $(gen ...) subshell)
+    python3 "$repo/bench/import_data.py" "$1" "$dir" "$2" || exit 1
     touch "$dir.done"
   fi
   echo "$dir"
@@ -109,8 +114,10 @@ src_text=$(gen text "$text_mib")
 src_v1=$(gen dedup-v1 "$dedup_mib")
 src_v2=$(gen dedup-v2 "$dedup_mib")
 src_small=$(gen small "$small_mib")
+src_large=$(gen large "$large_mib")
 # Warm the page cache for every tool alike.
-find "$src_random" "$src_text" "$src_v1" "$src_v2" "$src_small" -type f -exec cat {} + >/dev/null
+find "$src_random" "$src_text" "$src_v1" "$src_v2" "$src_small" "$src_large" -type f \
+  -exec cat {} + >/dev/null
 
 # --- s3rver ---
 s3_port=
@@ -239,6 +246,7 @@ bench_set random "$src_random:/random"
 bench_set text "$src_text:/text"
 bench_set dedup "$src_v1:/dedup-v1" "$src_v2:/dedup-v2"
 bench_set small "$src_small:/small"
+bench_set large "$src_large:/large"
 echo >>"$table"
 echo "text + dedup combined: stored / logical = $(ratio "$sum_stored" "$sum_logical") (target <= 0.70)" >>"$table"
 

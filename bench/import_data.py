@@ -17,6 +17,8 @@ KIND:
   small     many small files of 4..64 KiB of random bytes, 1000 per
             directory (thumbnails, audio clips, one sample per file), where
             the cost per file matters more than the cost per byte.
+  large     a few large shards of random bytes, 256 MiB each (tar or
+            parquet shards): many batches per file.
 
 The same KIND, MIB and seed always give the same bytes. DIR is created and
 must not exist.
@@ -50,6 +52,19 @@ def write(path, data):
 def make_random(out, total, rng):
     for i, size in enumerate(random_sizes(rng, total, 256 << 10, 8 * MIB)):
         write(os.path.join(out, f"samples/{i // 100:03d}/sample-{i:05d}.bin"), rng.randbytes(size))
+
+
+def make_large(out, total, rng):
+    shard = 256 * MIB
+    for i in range((total + shard - 1) // shard):
+        path = os.path.join(out, f"shards/shard-{i:04d}.bin")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            left = min(shard, total - i * shard)
+            while left > 0:  # randbytes takes at most 256 MiB - 1 at once
+                piece = min(left, 16 * MIB)
+                f.write(rng.randbytes(piece))
+                left -= piece
 
 
 def make_small(out, total, rng):
@@ -127,7 +142,7 @@ def make_dedup(out, total, rng, version):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["random", "text", "dedup-v1", "dedup-v2", "small"])
+    parser.add_argument("kind", choices=["random", "text", "dedup-v1", "dedup-v2", "small", "large"])
     parser.add_argument("dir")
     parser.add_argument("mib", type=int)
     parser.add_argument("--seed", type=int, default=1)
@@ -143,6 +158,8 @@ def main():
         make_text(args.dir, total, rng)
     elif args.kind == "small":
         make_small(args.dir, total, rng)
+    elif args.kind == "large":
+        make_large(args.dir, total, rng)
     else:
         make_dedup(args.dir, total, rng, 1 if args.kind == "dedup-v1" else 2)
 
