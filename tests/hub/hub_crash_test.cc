@@ -48,6 +48,9 @@ TEST(HubCrashTest, KillDuringImportLeavesNoTornFile) {
     const std::string content = i % 3 == 0 ? SourceTree::Text(size, i) : RandomBytes(size, i);
     tree.File("d" + std::to_string(i % 5) + "/f" + std::to_string(i), content);
   }
+  // Three batches, uploaded while the file is still being read: a kill may
+  // land between them.
+  tree.File("large.bin", RandomBytes(40 << 20, 99));
   auto hub = StartHub();
   ASSERT_TRUE(hub);
 
