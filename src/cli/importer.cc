@@ -14,6 +14,7 @@
 #include <future>
 #include <map>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <unordered_set>
 
@@ -800,10 +801,14 @@ Status Importer::Impl::ReadFile(const FileJob& job, std::vector<v1::Extent>* ext
       uploads.pop_front();
       GEOFS_RETURN_IF_ERROR(oldest);
     }
-    uploads.push_back(std::async(std::launch::async, [this, sent = std::move(*batch)]() mutable {
-      return SendBatch(sent);
-    }));
+    auto sent = std::make_shared<Batch>(std::move(*batch));
     batch->clear();
+    try {
+      uploads.push_back(std::async(std::launch::async, [this, sent] { return SendBatch(*sent); }));
+    } catch (const std::system_error&) {
+      // No thread to be had (the machine is at its limit): send it here.
+      return SendBatch(*sent);
+    }
     return Status::Ok();
   };
   const uint64_t expected = before.st_size;
