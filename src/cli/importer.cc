@@ -822,8 +822,9 @@ Status Importer::Impl::ReadFile(const FileJob& job, std::vector<v1::Extent>* ext
         static_cast<size_t>(std::clamp<uint64_t>(rest + 1, 4096, options_.batch_bytes));
     uint8_t* p;
     // A file read for a group keeps its block until the group is sent, so
-    // it gets a block of its own size; otherwise the last block goes back
-    // to the pool first and is usually the one handed out again.
+    // it gets a block of its own size. Otherwise a pooled one: this file's
+    // last block is let go first, so once its upload is done (always, when
+    // it went up on this thread) it is the one handed out again.
     block = Buffer();
     block =
         send_blocks ? read_blocks_.Allocate(options_.batch_bytes, &p) : Buffer::Allocate(want, &p);

@@ -1,6 +1,7 @@
 // BufferPool: reusable storage for short-lived buffers (the spoke's blocks
 // read from cache files and READ replies assembled from several chunks; the
-// importer's read blocks).
+// importer's read blocks; compressed chunks on their way to the store or
+// the wire).
 //
 // A fresh allocation of a few hundred KiB or more is often new memory to the
 // process (glibc maps it, or grows and trims an arena around it), so its
