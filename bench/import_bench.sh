@@ -19,7 +19,14 @@
 #   large   shards of 256 MiB: many batches per file
 # Each tool writes into a fresh destination; source files are in the page
 # cache for every run (they were just generated or read).
+#
+# Beside the wall times: the CPU the import used (geofsctl and the hub), and
+# geofs-import-floor's measure of the CPU the design requires for the set
+# (reading, chunking, both SHA-256 passes, compressing, the hub's decoding)
+# with nothing else. That CPU spread over every core is the fastest any
+# import of this design could be here, hence the best ratio it could reach.
 set -euo pipefail
+shopt -s inherit_errexit  # a failure inside $(...) stops the benchmark too
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=$repo/build-imp-rel
@@ -61,12 +68,13 @@ done
 
 if ((build)); then
   cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build_dir" -j2 --target geofs-hubd geofsctl geofs-hub-ops
+  cmake --build "$build_dir" -j2 --target geofs-hubd geofsctl geofs-hub-ops geofs-import-floor
 fi
 hubd=$build_dir/src/hub/geofs-hubd
 ctl=$build_dir/src/cli/geofsctl
 ops=$build_dir/bench/geofs-hub-ops
-needed=("$hubd" "$ctl")
+floor=$build_dir/bench/geofs-import-floor
+needed=("$hubd" "$ctl" "$floor")
 ((with_ops)) && needed+=("$ops")
 for b in "${needed[@]}"; do [[ -x $b ]] || { echo "missing $b (build it)" >&2; exit 1; }; done
 aws=/usr/bin/aws  # Debian's awscli; another `aws` may come first on PATH
@@ -157,33 +165,46 @@ start_hub() {  # NAME [hubd flags...]
 }
 stop_hub() { kill "$hub_pid"; wait "$hub_pid" 2>/dev/null || true; }
 
-# Runs "$@" and prints its wall time in seconds; its output goes to $out.
-timed() {
+# Runs "$@" and prints its wall time and its CPU time (user + system) in
+# seconds; its output goes to $out/LOG.
+timed() {  # LOG CMD...
   local log=$1; shift
-  local t0 t1
-  t0=$(now)
-  "$@" >"$out/$log" 2>&1 || { echo "failed: $* (see $out/$log)" >&2; exit 1; }
-  t1=$(now)
-  elapsed "$t0" "$t1"
+  python3 - "$out/$log" "$@" <<'PY' || { echo "failed: $* (see $out/$log)" >&2; exit 1; }
+import resource, subprocess, sys, time
+with open(sys.argv[1], "w") as log:
+    start = time.monotonic()
+    rc = subprocess.call(sys.argv[2:], stdout=log, stderr=subprocess.STDOUT)
+    wall = time.monotonic() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{wall:.3f} {usage.ru_utime + usage.ru_stime:.3f}")
+sys.exit(rc)
+PY
 }
+# CPU seconds the hub has used so far.
+hub_cpu() { awk -v tck="$(getconf CLK_TCK)" '{print ($14 + $15) / tck}' "/proc/$hub_pid/stat"; }
 
 logical_of() { du -sb --apparent-size "$@" | awk '{s += $1} END {print s}'; }
 
 # Imports SRC... into a fresh hub (one HUB_PATH per source) and prints
-# "seconds stored_bytes logical_bytes".
+# "seconds stored_bytes logical_bytes cpu_seconds" (geofsctl's and the hub's
+# CPU during the imports).
 geofs_run() {  # NAME OBJECT_STORE_FLAGS(|-) SRC:HUB_PATH...
   local name=$1 store=$2; shift 2
   if [[ $store == - ]]; then start_hub "$name"; else start_hub "$name" --object-store "$store"; fi
-  local total=0 pair secs
+  local total=0 cpu=0 pair measured secs ctl_cpu hub0
+  hub0=$(hub_cpu)
   for pair in "$@"; do
-    secs=$(timed "import-$name-$(basename "${pair##*:}").log" "$ctl" --hub "$hub_addr" import "${pair%%:*}" "${pair##*:}")
+    measured=$(timed "import-$name-$(basename "${pair##*:}").log" "$ctl" --hub "$hub_addr" import "${pair%%:*}" "${pair##*:}")
+    read -r secs ctl_cpu <<<"$measured"
     total=$(python3 -c "print($total + $secs)")
+    cpu=$(python3 -c "print($cpu + $ctl_cpu)")
   done
+  cpu=$(python3 -c "print($cpu + $(hub_cpu) - $hub0)")
   "$ctl" --hub "$hub_addr" stats --json >"$out/stats-$name.json"
   "$ctl" --hub "$hub_addr" fsck >"$out/fsck-$name.log" ||
     { echo "fsck of $name found problems: $out/fsck-$name.log" >&2; exit 1; }
   stop_hub
-  echo "$total $(json_field "$out/stats-$name.json" stored_bytes) $(json_field "$out/stats-$name.json" logical_bytes)"
+  echo "$total $(json_field "$out/stats-$name.json" stored_bytes) $(json_field "$out/stats-$name.json" logical_bytes) $cpu"
 }
 
 cp_run() {  # NAME SRC... -> seconds (cp -r of each, then one sync of the file system)
@@ -200,23 +221,34 @@ cp_run() {  # NAME SRC... -> seconds (cp -r of each, then one sync of the file s
 
 aws_run() {  # NAME SRC... -> seconds
   local name=$1; shift
-  local total=0 i=0 secs
+  local total=0 i=0 measured secs
   for src in "$@"; do
-    secs=$(timed "aws-$name-$i.log" "$aws" --endpoint-url "http://127.0.0.1:$s3_port" \
+    measured=$(timed "aws-$name-$i.log" "$aws" --endpoint-url "http://127.0.0.1:$s3_port" \
       s3 sync --only-show-errors "$src" "s3://bench/aws-$name-$i/")
+    secs=${measured%% *}
     total=$(python3 -c "print($total + $secs)")
     i=$((i + 1))
   done
   echo "$total"
 }
 
+# The CPU the design requires for SRC... (imported in order into one hub).
+floor_cpu() {  # NAME SRC...
+  local name=$1; shift
+  "$floor" --json "$out/floor-$name.json" "$@" >"$out/floor-$name.md" ||
+    { echo "geofs-import-floor failed on $name" >&2; exit 1; }
+  python3 -c "import json; print(json.load(open('$out/floor-$name.json'))['cpu_seconds']['total'])"
+}
+cores=$(nproc)
+
 rate() { python3 -c "print(f'{$1:.2f} s ({$2 / 1048576 / $1:.0f} MiB/s)')"; }
+secs() { python3 -c "print(f'{$1:.2f} s')"; }
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 
 table=$out/table.md
 {
-  echo "| data set | logical | cp -r + sync | geofs import, local store | cp time / geofs time | stored / logical | aws s3 sync → s3rver | geofs import → s3rver |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| data set | logical | cp -r + sync | geofs import, local store | cp time / geofs time | geofs CPU | required CPU | best ratio on $cores cores | stored / logical | aws s3 sync → s3rver | geofs import → s3rver |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 } >"$table"
 
 sum_stored=0
@@ -225,17 +257,20 @@ bench_set() {  # NAME SRC:HUB_PATH...
   local name=$1; shift
   local srcs=() pair
   for pair in "$@"; do srcs+=("${pair%%:*}"); done
-  local logical cp_s geo aws_s="-" geo_s3="-"
+  local logical cp_s aws_s="-" geo_s3="-" measured need
   logical=$(logical_of "${srcs[@]}")
   echo "== $name: $(mib "$logical") MiB" >&2
   cp_s=$(cp_run "$name" "${srcs[@]}")
-  read -r g_s g_stored g_logical < <(geofs_run "$name-local" - "$@")
+  measured=$(geofs_run "$name-local" - "$@")
+  read -r g_s g_stored g_logical g_cpu <<<"$measured"
+  need=$(floor_cpu "$name" "${srcs[@]}")
   if ((with_s3)); then
     aws_s=$(rate "$(aws_run "$name" "${srcs[@]}")" "$logical")
-    read -r s_s _ _ < <(geofs_run "$name-s3" "s3://bench/geofs-$name?endpoint=http://127.0.0.1:$s3_port" "$@")
+    measured=$(geofs_run "$name-s3" "s3://bench/geofs-$name?endpoint=http://127.0.0.1:$s3_port" "$@")
+    s_s=${measured%% *}
     geo_s3=$(rate "$s_s" "$logical")
   fi
-  echo "| $name | $(mib "$logical") MiB | $(rate "$cp_s" "$logical") | $(rate "$g_s" "$logical") | $(ratio "$cp_s" "$g_s") | $(ratio "$g_stored" "$g_logical") | $aws_s | $geo_s3 |" >>"$table"
+  echo "| $name | $(mib "$logical") MiB | $(rate "$cp_s" "$logical") | $(rate "$g_s" "$logical") | $(ratio "$cp_s" "$g_s") | $(secs "$g_cpu") | $(secs "$need") | $(ratio "$cp_s" "$(python3 -c "print($need / $cores)")") | $(ratio "$g_stored" "$g_logical") | $aws_s | $geo_s3 |" >>"$table"
   if [[ $name == text || $name == dedup ]]; then
     sum_stored=$((sum_stored + g_stored))
     sum_logical=$((sum_logical + g_logical))
