@@ -117,7 +117,7 @@ int Import(const HubClient& hub, const std::string& src, const std::string& dst,
       static_cast<unsigned long long>(s.files_unchanged),
       static_cast<unsigned long long>(s.directories), static_cast<unsigned long long>(s.symlinks));
   if (s.files_grouped > 0) {
-    std::printf("small files:      %llu created and committed in groups\n",
+    std::printf("grouped files:    %llu created and committed in groups\n",
                 static_cast<unsigned long long>(s.files_grouped));
   }
   std::printf("logical bytes:    %s (%llu)\n", HumanBytes(s.logical_bytes).c_str(),

@@ -19,6 +19,7 @@
 #include <unordered_set>
 
 #include "chunk/chunk_id.h"
+#include "cli/read_arena.h"
 #include "common/buffer_pool.h"
 #include "common/parallel.h"
 #include "hub/grpc_status.h"
@@ -34,6 +35,8 @@ constexpr uint32_t kDirPage = 4096;
 // Small files per group: two changes each must fit in one ApplyChanges
 // batch (at most 1024 changes).
 constexpr size_t kMaxGroupFiles = 256;
+// The smallest read the importer asks for.
+constexpr size_t kMinRead = 4096;
 
 WallTime MtimeOf(const struct stat& st) {
   return {st.st_mtim.tv_sec, static_cast<uint32_t>(st.st_mtim.tv_nsec)};
@@ -279,20 +282,27 @@ class Importer::Impl {
   // Queues a new small file for a group, submitting the group when full.
   void AddToGroup(FileJob job, uint64_t size);
   void SubmitGroup();
-  // Imports new small files together (see importer.h).
+  // Whether a new file of `size` bytes goes in a group: it must fit the
+  // group's block with the byte past its end that its read asks for.
+  bool Groupable(uint64_t size) const {
+    return options_.small_file_bytes > 0 && size <= options_.small_file_bytes &&
+           size < options_.batch_bytes;
+  }
+  // Imports new files together (see importer.h).
   void ImportGroup(const std::vector<FileJob>& jobs);
   // Creates and commits the files of a group in one ApplyChanges; the
   // status of each file's pair of changes, in order.
   Result<std::vector<Status>> CreateAndCommit(const std::vector<ReadFileResult>& files);
   // Reads, chunks and hashes a file into `batch`; kAborted if it changed
-  // while being read. With `send_blocks`, the chunks of each block read go
+  // while being read. Without a `group`, the chunks of each block read go
   // up as a batch (up to batches_in_flight in the background) and are all
-  // stored when this returns OK.
+  // stored when this returns OK; with one, the file is read into the
+  // group's block and its chunks stay in `batch` for the group to send.
   Status ReadFile(const FileJob& job, std::vector<v1::Extent>* extents, struct stat* st,
-                  Batch* batch, bool send_blocks);
+                  Batch* batch, ReadArena* group);
   // ReadFile, again once if the file changed while being read.
   Status ReadStable(const FileJob& job, std::vector<v1::Extent>* extents, struct stat* st,
-                    Batch* batch, bool send_blocks);
+                    Batch* batch, ReadArena* group);
   // Makes sure every chunk of `batch` is stored (sent by this call, or by
   // another that claimed it first) and empties it.
   Status SendBatch(Batch& batch);
@@ -325,7 +335,7 @@ class Importer::Impl {
   Status fatal_;                      // guarded by mu_
   std::vector<std::string> skipped_;  // guarded by mu_
   std::vector<DirAttrs> dir_attrs_;   // walk thread only
-  std::vector<FileJob> group_;        // walk thread only: small files to send together
+  std::vector<FileJob> group_;        // walk thread only: new files to send together
   uint64_t group_bytes_ = 0;          // walk thread only
 };
 
@@ -575,7 +585,7 @@ void Importer::Impl::ImportDir(const std::string& src, const std::string& rel,
           break;
         }
         FileJob job{child_src, child_rel, dir, c.name, existing};
-        if (!existing && static_cast<uint64_t>(c.st.st_size) <= options_.small_file_bytes) {
+        if (!existing && Groupable(c.st.st_size)) {
           AddToGroup(std::move(job), c.st.st_size);
         } else {
           queue_->Submit([this, job = std::move(job)] { ImportFile(job); });
@@ -623,7 +633,7 @@ void Importer::Impl::ImportFile(const FileJob& job) {
   std::vector<v1::Extent> extents;
   struct stat st;
   Batch batch;
-  Status s = ReadStable(job, &extents, &st, &batch, /*send_blocks=*/true);
+  Status s = ReadStable(job, &extents, &st, &batch, /*group=*/nullptr);
   if (s.code() == StatusCode::kAborted) return;  // skipped
   if (s.ok()) s = CommitFile(job, st, extents);
   if (!s.ok()) return Report(job.rel, s);
@@ -631,9 +641,13 @@ void Importer::Impl::ImportFile(const FileJob& job) {
 }
 
 void Importer::Impl::AddToGroup(FileJob job, uint64_t size) {
+  // What the file takes of the group's block: ReadFile asks for one byte
+  // past the end (to see it) and for at least a page.
+  const uint64_t room = std::max<uint64_t>(size + 1, kMinRead);
+  if (!group_.empty() && group_bytes_ + room > options_.batch_bytes) SubmitGroup();
   group_.push_back(std::move(job));
-  group_bytes_ += size;
-  if (group_.size() >= kMaxGroupFiles || group_bytes_ >= options_.batch_bytes) SubmitGroup();
+  group_bytes_ += room;
+  if (group_.size() >= kMaxGroupFiles) SubmitGroup();
 }
 
 void Importer::Impl::SubmitGroup() {
@@ -647,11 +661,16 @@ void Importer::Impl::ImportGroup(const std::vector<FileJob>& jobs) {
   if (failed()) return;
   std::vector<ReadFileResult> files;
   Batch batch;
+  // The group's files are read into one pooled block (AddToGroup made them
+  // fit), so a group touches no fresh pages.
+  uint8_t* block_data;
+  Buffer block = read_blocks_.Allocate(options_.batch_bytes, &block_data);
+  ReadArena group(std::move(block), block_data);
   for (const FileJob& job : jobs) {
     if (failed()) return;
     ReadFileResult file{job, {}, {}};
     const size_t mark = batch.size();
-    Status s = ReadStable(job, &file.extents, &file.st, &batch, /*send_blocks=*/false);
+    Status s = ReadStable(job, &file.extents, &file.st, &batch, &group);
     if (!s.ok()) {
       batch.resize(mark);  // none of its chunks are needed now
       if (s.code() != StatusCode::kAborted) Report(job.rel, s);
@@ -742,13 +761,13 @@ Result<std::vector<Status>> Importer::Impl::CreateAndCommit(
 }
 
 Status Importer::Impl::ReadStable(const FileJob& job, std::vector<v1::Extent>* extents,
-                                  struct stat* st, Batch* batch, bool send_blocks) {
+                                  struct stat* st, Batch* batch, ReadArena* group) {
   const size_t mark = batch->size();
-  Status s = ReadFile(job, extents, st, batch, send_blocks);
+  Status s = ReadFile(job, extents, st, batch, group);
   if (s.code() != StatusCode::kAborted) return s;
   extents->clear();
   batch->resize(mark);
-  s = ReadFile(job, extents, st, batch, send_blocks);
+  s = ReadFile(job, extents, st, batch, group);
   if (s.code() == StatusCode::kAborted) {
     Skip(job.rel, "changed while being read (twice): " + std::string(s.message()));
   }
@@ -756,7 +775,7 @@ Status Importer::Impl::ReadStable(const FileJob& job, std::vector<v1::Extent>* e
 }
 
 Status Importer::Impl::ReadFile(const FileJob& job, std::vector<v1::Extent>* extents,
-                                struct stat* st, Batch* batch, bool send_blocks) {
+                                struct stat* st, Batch* batch, ReadArena* group) {
   Fd fd(::open(job.src.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT) return Status::NotFound("vanished during the import");
@@ -819,15 +838,15 @@ Status Importer::Impl::ReadFile(const FileJob& job, std::vector<v1::Extent>* ext
     // end usually comes in the same block.
     const uint64_t rest = expected > read_total ? expected - read_total : 0;
     const size_t want =
-        static_cast<size_t>(std::clamp<uint64_t>(rest + 1, 4096, options_.batch_bytes));
+        static_cast<size_t>(std::clamp<uint64_t>(rest + 1, kMinRead, options_.batch_bytes));
     uint8_t* p;
-    // A file read for a group keeps its block until the group is sent, so
-    // it gets a block of its own size. Otherwise a pooled one: this file's
-    // last block is let go first, so once its upload is done (always, when
-    // it went up on this thread) it is the one handed out again.
+    // A pooled block: this file's last block is let go first, so once its
+    // upload is done (always, when it went up on this thread) it is the one
+    // handed out again. A group's file takes the next piece of the group's
+    // block, which the group keeps until it is sent.
     block = Buffer();
-    block =
-        send_blocks ? read_blocks_.Allocate(options_.batch_bytes, &p) : Buffer::Allocate(want, &p);
+    block = group == nullptr ? read_blocks_.Allocate(options_.batch_bytes, &p)
+                             : group->Reserve(want, &p);
     block_data = p;
     block_filled = 0;
     while (block_filled < want) {
@@ -844,9 +863,10 @@ Status Importer::Impl::ReadFile(const FileJob& job, std::vector<v1::Extent>* ext
       read_total += n;
       counters_.read_bytes += n;
     }
+    if (group != nullptr) group->Filled(block_filled);
     GEOFS_RETURN_IF_ERROR(eof ? splitter.WriteLast({p, block_filled})
                               : splitter.Write({p, block_filled}));
-    if (send_blocks) GEOFS_RETURN_IF_ERROR(upload_batch(eof));
+    if (group == nullptr) GEOFS_RETURN_IF_ERROR(upload_batch(eof));
   }
   for (; !uploads.empty(); uploads.pop_front()) GEOFS_RETURN_IF_ERROR(uploads.front().get());
 

@@ -29,11 +29,11 @@
 // pool of workers, each reading, chunking and hashing a file, asking the hub
 // about a batch of chunks at a time, and compressing and uploading the
 // missing ones on a few threads. A large file's batches upload in the
-// background (up to batches_in_flight) while its next block is read. New small files travel in
-// groups: their chunks go up together, then one ApplyChanges creates each file (with an inode
-// number reserved beforehand) and commits its chunk map, made durable with one sync. A file of a
-// group whose change does not go through (a deferred change, a name taken meanwhile, an older hub)
-// is committed on its own, as any other file.
+// background (up to batches_in_flight) while its next block is read. New files smaller than a
+// batch travel in groups: their chunks go up together, then one ApplyChanges creates each file
+// (with an inode number reserved beforehand) and commits its chunk map, made durable with one sync.
+// A file of a group whose change does not go through (a deferred change, a name taken meanwhile, an
+// older hub) is committed on its own, as any other file.
 #pragma once
 
 #include <atomic>
@@ -69,10 +69,11 @@ struct ImportOptions {
   // a file larger than batch_bytes does not wait for each upload. 0: each
   // batch is stored before the next block is read.
   int batches_in_flight = 2;
-  // New files up to this size are imported in groups (up to 256 files or
-  // batch_bytes): one chunk upload, and one batch that creates and commits
-  // them all, instead of several calls per file. 0: every file on its own.
-  size_t small_file_bytes = size_t{1} << 20;
+  // New files up to this size and smaller than batch_bytes are imported in
+  // groups that fit one batch (up to 256 files): one chunk upload, and one
+  // batch that creates and commits them all, instead of five calls and a
+  // synced commit per file. 0: every file on its own.
+  size_t small_file_bytes = size_t{16} << 20;
   // Remove hub entries the source does not have.
   bool delete_extraneous = true;
 

@@ -401,7 +401,7 @@ TEST_F(ImportCoherenceTest, SmallFilesImportedIntoALeasedDirectoryReachTheSpoke)
   ASSERT_TRUE(imported.ok()) << imported.status().ToString();
   EXPECT_EQ(imported->exit_code, 0) << imported->out << imported->err;
   // Spoke A renews its lease on the directory, so none went in a batch.
-  EXPECT_EQ(imported->out.find("small files:"), std::string::npos) << imported->out;
+  EXPECT_EQ(imported->out.find("grouped files:"), std::string::npos) << imported->out;
 
   auto after = a_.nfs->ListNames("/");
   ASSERT_TRUE(after.ok()) << after.status().ToString();
@@ -421,7 +421,7 @@ TEST_F(ImportCoherenceTest, SmallFilesImportedIntoALeasedDirectoryReachTheSpoke)
   auto again = hub_->Ctl({"import", src_.path(), "/datasets"});
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->exit_code, 0) << again->out << again->err;
-  EXPECT_NE(again->out.find("small files:      5 created"), std::string::npos) << again->out;
+  EXPECT_NE(again->out.find("grouped files:    5 created"), std::string::npos) << again->out;
   auto extra = a_.nfs->ReadFile("/sub/extra-3");
   ASSERT_TRUE(extra.ok()) << extra.status().ToString();
   EXPECT_EQ(*extra, "3");
