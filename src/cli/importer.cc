@@ -32,7 +32,7 @@ constexpr int kMaxAttempts = 5;  // for calls that fail with kUnavailable
 constexpr auto kFirstBackoff = std::chrono::milliseconds(250);
 constexpr int kMaxCommitAttempts = 4;
 constexpr uint32_t kDirPage = 4096;
-// Small files per group: two changes each must fit in one ApplyChanges
+// Files per group: two changes each must fit in one ApplyChanges
 // batch (at most 1024 changes).
 constexpr size_t kMaxGroupFiles = 256;
 // The smallest read the importer asks for.
@@ -279,7 +279,7 @@ class Importer::Impl {
                      const std::string& name, const struct stat& st,
                      std::optional<v1::Entry> existing);
   void ImportFile(const FileJob& job);
-  // Queues a new small file for a group, submitting the group when full.
+  // Queues a new file for a group, submitting the group when full.
   void AddToGroup(FileJob job, uint64_t size);
   void SubmitGroup();
   // Whether a new file of `size` bytes goes in a group: it must fit the
