@@ -1,12 +1,13 @@
 #include "import_floor.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+
+#include "tools/temp_dir.h"
 
 namespace geofs::bench {
 namespace {
@@ -15,15 +16,6 @@ namespace fs = std::filesystem;
 
 class ImportFloorTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("geofs_import_floor_test." + std::to_string(::getpid()) + "." +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   static void Write(const fs::path& path, const std::string& bytes) {
     fs::create_directories(path.parent_path());
     std::ofstream(path, std::ios::binary) << bytes;
@@ -42,7 +34,8 @@ class ImportFloorTest : public ::testing::Test {
     return s;
   }
 
-  fs::path root_;
+  testutil::TempDir dir_;
+  const fs::path root_ = dir_.path();
 };
 
 TEST_F(ImportFloorTest, CountsEveryChunkButEncodesAndVerifiesEachOnce) {

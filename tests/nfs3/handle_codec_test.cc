@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "tools/temp_dir.h"
+
 namespace geofs::nfs3 {
 namespace {
 
@@ -22,18 +24,7 @@ vfs::Handle MakeHandle(size_t n, uint8_t seed) {
   return vfs::Handle(bytes);
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/geofs-nfs3-test-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testutil::TempDir;
 
 TEST(HandleCodecTest, RoundTripsEverySize) {
   HandleCodec codec(HandleCodec::RandomKey());

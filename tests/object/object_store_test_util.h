@@ -12,30 +12,11 @@
 #include <vector>
 
 #include "geofs/buffer.h"
+#include "tools/temp_dir.h"
 
 namespace geofs::objtest {
 
-// A fresh directory under the system temp directory, removed with its
-// contents when the object goes away.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "geofs-obj-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using TempDir = testutil::TempDir;
 
 inline std::vector<uint8_t> Bytes(std::string_view s) { return {s.begin(), s.end()}; }
 

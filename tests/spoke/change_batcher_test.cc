@@ -20,7 +20,7 @@
 #include "call_gate.h"
 #include "hub.grpc.pb.h"
 #include "spoke/hub_link.h"
-#include "vfs/temp_dir.h"
+#include "tools/temp_dir.h"
 
 namespace geofs::spoke {
 namespace {
@@ -122,7 +122,7 @@ struct HubAndLink {
 class ChangeBatcherTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    state_dir_ = new vfs::TempDir();
+    state_dir_ = new testutil::TempDir();
     batching_ = Start(true, "batching");
     old_ = Start(false, "old");
   }
@@ -169,7 +169,7 @@ class ChangeBatcherTest : public ::testing::Test {
     return f.get();
   }
 
-  static inline vfs::TempDir* state_dir_ = nullptr;
+  static inline testutil::TempDir* state_dir_ = nullptr;
   static inline HubAndLink batching_{};
   static inline HubAndLink old_{};
 };

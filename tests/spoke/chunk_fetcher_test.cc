@@ -23,7 +23,7 @@
 #include "memory_chunk_cache.h"
 #include "spoke/hub_link.h"
 #include "test_bytes.h"
-#include "vfs/temp_dir.h"
+#include "tools/temp_dir.h"
 
 namespace geofs::spoke {
 namespace {
@@ -117,7 +117,7 @@ class ChunkFetcherTest : public ::testing::Test {
     server_ = builder.BuildAndStart().release();
     ASSERT_TRUE(server_ != nullptr);
     ASSERT_GT(port, 0);
-    state_dir_ = new vfs::TempDir();
+    state_dir_ = new testutil::TempDir();
     HubLinkOptions o;
     o.address = "127.0.0.1:" + std::to_string(port);
     o.portal = "/";
@@ -169,7 +169,7 @@ class ChunkFetcherTest : public ::testing::Test {
 
   static inline ChunkHub* hub_ = nullptr;
   static inline grpc::Server* server_ = nullptr;
-  static inline vfs::TempDir* state_dir_ = nullptr;
+  static inline testutil::TempDir* state_dir_ = nullptr;
   static inline HubLink* link_ = nullptr;
   LateArrivalCache cache_{64 << 20};
   std::unique_ptr<ChunkFetcher> fetcher_;

@@ -20,12 +20,12 @@
 #include "hub.grpc.pb.h"
 #include "spoke/journal_uploader.h"
 #include "test_bytes.h"
-#include "vfs/temp_dir.h"
+#include "tools/temp_dir.h"
 
 namespace geofs::spoke {
 namespace {
 
-using vfs::TempDir;
+using testutil::TempDir;
 using namespace std::chrono_literals;
 
 constexpr uint64_t kWindow = 512 << 10;

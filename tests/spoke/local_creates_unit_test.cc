@@ -13,22 +13,12 @@
 #include "spoke/create_log.h"
 #include "spoke/hub_convert.h"
 #include "spoke/local_creates.h"
+#include "tools/temp_dir.h"
 
 namespace geofs::spoke {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/geofs-create-log-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testutil::TempDir;
 
 LoggedCreate Logged(uint64_t ino, const std::string& name) {
   v1::CreateRequest req;
@@ -119,8 +109,12 @@ TEST(CreateLogTest, CompactionKeepsExactlyTheOpenCreates) {
     auto log = OpenLog(path, &open, /*compact_bytes=*/2048);
     for (uint64_t ino = 1; ino <= 500; ++ino) {
       ASSERT_TRUE(log->Put(Logged(ino, "f" + std::to_string(ino))).ok());
-      if (ino % 100 != 0) ASSERT_TRUE(log->Drop(ino).ok());
-      if (ino % 50 == 0) ASSERT_TRUE(log->Sync().ok());
+      if (ino % 100 != 0) {
+        ASSERT_TRUE(log->Drop(ino).ok());
+      }
+      if (ino % 50 == 0) {
+        ASSERT_TRUE(log->Sync().ok());
+      }
     }
     ASSERT_TRUE(log->Sync().ok());
     EXPECT_LT(log->bytes(), 4096u) << "the log was not compacted";

@@ -13,13 +13,15 @@
 #include <vector>
 
 #include "geofs/vfs.h"
+#include "tools/temp_dir.h"
 #include "vfs/local_backend.h"
 #include "vfs/memory_backend.h"
 #include "vfs/sync_backend.h"
-#include "vfs/temp_dir.h"
 
 namespace geofs::vfs {
 namespace {
+
+using testutil::TempDir;
 
 struct MemoryEnv {
   std::unique_ptr<Backend> Make() { return std::make_unique<MemoryBackend>(); }

@@ -21,12 +21,14 @@
 #include <thread>
 #include <vector>
 
+#include "tools/temp_dir.h"
 #include "vfs/page_cache.h"
 #include "vfs/sync_backend.h"
-#include "vfs/temp_dir.h"
 
 namespace geofs::vfs {
 namespace {
+
+using testutil::TempDir;
 
 const Credentials kRoot{0, 0, {}};
 const Credentials kUser{1000, 1000, {}};

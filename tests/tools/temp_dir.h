@@ -1,5 +1,7 @@
 // TempDir: a fresh directory under the system temp directory, removed with
-// everything in it when the object goes away.
+// everything in it when the object goes away. For tests of any component
+// (the hub's process tests and the meta suites keep their own, with options
+// of their own).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,12 +10,12 @@
 #include <filesystem>
 #include <string>
 
-namespace geofs::vfs {
+namespace geofs::testutil {
 
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "geofs-vfs-XXXXXX").string();
+    std::string pattern = (std::filesystem::temp_directory_path() / "geofs-test-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
     path_ = pattern;
   }
@@ -30,4 +32,4 @@ class TempDir {
   std::string path_;
 };
 
-}  // namespace geofs::vfs
+}  // namespace geofs::testutil
