@@ -126,6 +126,8 @@ class HubService final : public HubServiceBase {
                            v1::GetChunkMapResponse* resp) override;
   grpc::Status ReadChunks(grpc::ServerContext* ctx, const v1::ReadChunksRequest* req,
                           grpc::ServerWriter<v1::ChunkData>* writer) override;
+  grpc::Status DescribeDir(grpc::ServerContext* ctx, const v1::DescribeDirRequest* req,
+                           v1::DescribeDirResponse* resp) override;
   grpc::Status FindMissingChunks(grpc::ServerContext* ctx, const v1::FindMissingChunksRequest* req,
                                  v1::FindMissingChunksResponse* resp) override;
   grpc::Status PutChunks(grpc::ServerContext* ctx, grpc::ServerReader<v1::PutChunkRequest>* reader,

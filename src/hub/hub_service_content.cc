@@ -21,6 +21,10 @@ namespace {
 
 constexpr int kMaxReadChunks = 1024;
 constexpr int kMaxFindChunks = 65536;
+// DescribeDir pages: entries (as ReadDir) and extents in all.
+constexpr uint32_t kDefaultDescribePage = 1024;
+constexpr uint32_t kMaxDescribePage = 4096;
+constexpr uint64_t kDefaultDescribeExtents = 65536;
 
 Result<chunk::ChunkId> ChunkIdOf(const std::string& bytes) {
   auto id = chunk::ChunkId::FromBytes(
@@ -67,6 +71,62 @@ grpc::Status HubService::GetChunkMap(grpc::ServerContext* ctx, const v1::GetChun
       out->set_chunk_length(e.chunk_size);
     }
     return Inos{req->ref().ino()};
+  });
+}
+
+grpc::Status HubService::DescribeDir(grpc::ServerContext* ctx, const v1::DescribeDirRequest* req,
+                                     v1::DescribeDirResponse* resp) {
+  return RunLeased(ctx, {req->dir().ino()}, [&]() -> Result<Inos> {
+    GEOFS_ASSIGN_OR_RETURN(vfs::Credentials cred, FromProto(req->cred()));
+    vfs::ReadDirRequest page_req;
+    page_req.cookie = req->cookie();
+    page_req.verifier = req->verifier();
+    page_req.max_entries = req->max_entries() == 0 ? kDefaultDescribePage
+                                                   : std::min(req->max_entries(), kMaxDescribePage);
+    page_req.with_attrs = true;
+    const uint64_t max_extents =
+        req->max_extents() == 0 ? kDefaultDescribeExtents : req->max_extents();
+    GEOFS_ASSIGN_OR_RETURN(vfs::DirPage page,
+                           Context(ns_->ReadDir(cred, HandleOf(req->dir()), page_req),
+                                   "describing " + RefText(req->dir())));
+    resp->Clear();
+    resp->set_eof(page.eof);
+    resp->set_verifier(page.verifier);
+    if (page.dir_attr) ToProto(*page.dir_attr, resp->mutable_dir_attr());
+    Inos described{req->dir().ino()};
+    uint64_t extents = 0;
+    for (const vfs::DirEntry& e : page.entries) {
+      if (extents >= max_extents) {
+        resp->set_eof(false);  // the caller continues from the last cookie sent
+        break;
+      }
+      if (e.name == "." || e.name == ".." || !e.entry) continue;
+      v1::DescribedEntry* out = resp->add_entries();
+      v1::DirEntry* de = out->mutable_entry();
+      de->set_fileid(e.fileid);
+      de->set_name(e.name);
+      de->set_cookie(e.cookie);
+      service::ToProto(*e.entry, de->mutable_entry());
+      described.push_back(e.fileid);  // inode numbers are file ids
+      if (e.entry->attr.type != vfs::FileType::kRegular) continue;
+      // A file the caller may not read is described without its map.
+      Result<meta::ChunkMap> map = ns_->GetChunkMap(cred, e.entry->handle, 0, UINT64_MAX);
+      if (!map.ok()) continue;
+      out->set_has_map(true);
+      out->set_version(map->version);
+      // The map's attributes belong to its version.
+      ToProto(map->attr, de->mutable_entry()->mutable_attr());
+      for (const meta::Extent& x : map->extents) {
+        v1::Extent* ext = out->add_extents();
+        ext->set_offset(x.offset);
+        ext->set_length(x.length);
+        ext->set_chunk_id(x.chunk.data(), x.chunk.size());
+        ext->set_chunk_offset(x.chunk_offset);
+        ext->set_chunk_length(x.chunk_size);
+      }
+      extents += map->extents.size();
+    }
+    return described;
   });
 }
 

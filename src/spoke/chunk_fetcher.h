@@ -49,6 +49,19 @@ struct FetchStats {
   uint64_t queued = 0;            // chunks that waited for a free call
 };
 
+// Where a read's chunks came from, the worst of them: filled in by the
+// fetcher for the access stream (prefetch/access_event.h). Values match
+// prefetch::AccessOutcome.
+struct ReadNote {
+  static constexpr uint8_t kCache = 0, kJoined = 1, kHub = 2;
+  std::atomic<uint8_t> worst{kCache};
+  void Saw(uint8_t source) {
+    uint8_t cur = worst.load(std::memory_order_relaxed);
+    while (cur < source && !worst.compare_exchange_weak(cur, source, std::memory_order_relaxed)) {
+    }
+  }
+};
+
 class ChunkFetcher {
  public:
   using Callback = std::function<void(Result<Buffer>)>;
@@ -65,14 +78,21 @@ class ChunkFetcher {
 
   // Bytes [offset, offset + length) of chunk `id`, cut at the chunk's end
   // (the caller checks the size it got).
-  void GetRange(const chunk::ChunkId& id, uint64_t offset, uint64_t length, Callback cb);
+  void GetRange(const chunk::ChunkId& id, uint64_t offset, uint64_t length, Callback cb,
+                ReadNote* note = nullptr);
   // The same bytes copied into `dest`, answering how many: a disk hit reads
   // them straight from the cache file into `dest`. REQUIRES: `dest` holds
   // `length` bytes and stays valid until `cb` has run.
+  // `note` (optional, valid until `cb` has run) learns where they came from.
   void ReadRangeInto(const chunk::ChunkId& id, uint64_t offset, uint64_t length, uint8_t* dest,
-                     IntoCallback cb);
-  // Starts fetching those of `ids` that are neither cached nor in flight.
-  void Prefetch(const std::vector<chunk::ChunkId>& ids);
+                     IntoCallback cb, ReadNote* note = nullptr);
+  // Runs once per prefetched chunk when it is in the cache (ok) or its
+  // fetch or cache write failed; on a gRPC or cache thread.
+  using PrefetchDone = std::function<void(const chunk::ChunkId&, Status)>;
+  // Starts fetching those of `ids` that are neither cached nor in flight,
+  // and answers which: `done` (optional) runs for each of those.
+  std::vector<chunk::ChunkId> Prefetch(const std::vector<chunk::ChunkId>& ids,
+                                       PrefetchDone done = nullptr);
 
   FetchStats Stats() const;
 
@@ -80,7 +100,8 @@ class ChunkFetcher {
   // A cache miss: fetches `id` from the hub (or joins the fetch in flight)
   // and hands the whole chunk to `cb`. With `recheck_cache`, a chunk that
   // reached the cache since the miss is read from there instead.
-  void FetchMissing(const chunk::ChunkId& id, Callback cb, bool recheck_cache = true);
+  void FetchMissing(const chunk::ChunkId& id, Callback cb, ReadNote* note,
+                    bool recheck_cache = true);
   // Fetches `ids` (all registered in inflight_ by the caller) in one call,
   // or queues them while max_calls_ calls are open.
   enum class Priority { kDemand, kPrefetch };
@@ -94,9 +115,13 @@ class ChunkFetcher {
   // The next batch to send, taken from the queues, or empty (and the slot
   // freed) when none waits.
   std::vector<chunk::ChunkId> NextQueuedOrRelease();
-  // Completes the waiters of `id`. A chunk that arrived stays known (as
-  // landed) until its write to the cache has finished.
-  void Complete(const chunk::ChunkId& id, const Result<Buffer>& result);
+  // A chunk of a call arrived (decoded and verified, or failed): completes
+  // its waiters and stores it in the cache.
+  void Landed(const chunk::ChunkId& id, Result<Buffer> raw);
+  // Completes the waiters of `id` and hands back its prefetch callback. A
+  // chunk that arrived stays known (as landed) until its write to the cache
+  // has finished.
+  PrefetchDone Complete(const chunk::ChunkId& id, const Result<Buffer>& result);
 
   // A chunk being fetched, and then, once it arrived, being written to the
   // cache: a miss in that window is answered from `landed` instead of
@@ -104,6 +129,7 @@ class ChunkFetcher {
   struct Inflight {
     std::vector<Callback> waiters;
     std::optional<Buffer> landed;
+    PrefetchDone prefetch_done;  // a prefetch's, told when it is cached
   };
   // Shared with the cache writes' callbacks, which may finish after the
   // fetcher is gone.

@@ -47,12 +47,14 @@ class HubLink::Stream {
   bool closed_ = false;
 };
 
-// One ReadChunks call on the callback API; deletes itself when done.
+// One ReadChunks call on the callback API; deletes itself when done. Each
+// chunk is handed on as it arrives, so a reader waiting for the first chunk
+// of a large batch does not wait for the rest.
 class HubLink::ChunkReader : public grpc::ClientReadReactor<v1::ChunkData> {
  public:
-  ChunkReader(HubLink* link, std::vector<std::string> ids,
-              std::function<void(Result<std::vector<v1::ChunkData>>)> done)
-      : link_(link), done_(std::move(done)) {
+  ChunkReader(HubLink* link, std::vector<std::string> ids, ChunkHandler on_chunk,
+              std::function<void(Status)> done)
+      : link_(link), on_chunk_(std::move(on_chunk)), done_(std::move(done)) {
     for (std::string& id : ids) req_.add_chunk_ids(std::move(id));
     req_.add_accept(v1::ZSTD);
     Grant unused;
@@ -65,28 +67,23 @@ class HubLink::ChunkReader : public grpc::ClientReadReactor<v1::ChunkData> {
   void OnReadDone(bool ok) override {
     if (!ok) return;
     link_->chunk_bytes_received_ += msg_.data().size();
-    chunks_.push_back(std::move(msg_));
+    on_chunk_(std::move(msg_));
     msg_.Clear();
     StartRead(&msg_);
   }
 
   void OnDone(const grpc::Status& s) override {
-    Status status = link_->Finish(s, ctx_);
-    if (status.ok()) {
-      done_(std::move(chunks_));
-    } else {
-      done_(status);
-    }
+    done_(link_->Finish(s, ctx_));
     delete this;
   }
 
  private:
   HubLink* const link_;
-  std::function<void(Result<std::vector<v1::ChunkData>>)> done_;
+  ChunkHandler on_chunk_;
+  std::function<void(Status)> done_;
   grpc::ClientContext ctx_;
   v1::ReadChunksRequest req_;
   v1::ChunkData msg_;
-  std::vector<v1::ChunkData> chunks_;
 };
 
 HubLink::HubLink(HubLinkOptions options) : options_(std::move(options)) {
@@ -207,9 +204,9 @@ void HubLink::MarkConnected(bool up) {
   GetLogger("hub_link")->info("hub {} {}", options_.address, up ? "reachable" : "unreachable");
 }
 
-void HubLink::ReadChunks(std::vector<std::string> ids,
-                         std::function<void(Result<std::vector<v1::ChunkData>>)> done) {
-  new ChunkReader(this, std::move(ids), std::move(done));
+void HubLink::ReadChunks(std::vector<std::string> ids, ChunkHandler on_chunk,
+                         std::function<void(Status)> done) {
+  new ChunkReader(this, std::move(ids), std::move(on_chunk), std::move(done));
 }
 
 bool HubLink::Send(const v1::SpokeMessage& msg) {

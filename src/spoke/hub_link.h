@@ -136,9 +136,12 @@ class HubLink {
   Result<Resp> CallSync(AsyncMethod<Req, Resp> method, Req req, Grant* grant = nullptr);
 
   // Fetches chunks in stored form (at most 1024 ids), accepting ZSTD.
-  // `done` gets them in the order the hub sent them.
-  void ReadChunks(std::vector<std::string> ids,
-                  std::function<void(Result<std::vector<v1::ChunkData>>)> done);
+  // `on_chunk` runs for each chunk as it arrives, in the order the hub
+  // sends them; then `done` once, with the call's outcome (ids the hub did
+  // not send before an error are the caller's to fail).
+  using ChunkHandler = std::function<void(v1::ChunkData&&)>;
+  void ReadChunks(std::vector<std::string> ids, ChunkHandler on_chunk,
+                  std::function<void(Status)> done);
 
   // The write lease on a file, when a session is open: true once granted
   // (after waiting for another holder), false without a session (writes

@@ -64,6 +64,7 @@ Result<std::unique_ptr<HubSpoke>> HubSpoke::Open(const HubSpokeOptions& options,
   backend_options.recovered_creates = std::move(recovered_creates);
   backend_options.local_creates = options.local_creates;
   backend_options.local_create_delay = options.local_create_delay;
+  backend_options.prefetch = options.prefetch;
   // The portal must resolve before we serve; retry while the hub starts.
   auto deadline = std::chrono::steady_clock::now() + connect_timeout;
   while (true) {
@@ -142,6 +143,30 @@ SpokeCounters HubSpoke::Counters() const {
   c.local_creates_cancelled = s.local_creates_cancelled;
   c.local_create_conflicts = s.local_create_conflicts;
   c.local_creates_lost = s.local_creates_lost;
+  if (s.prefetch) {
+    const prefetch::PrefetchStats& p = *s.prefetch;
+    c.reads = p.reads;
+    c.read_hits = p.read_hits;
+    c.read_joined = p.read_joined;
+    c.read_stall_microseconds = p.read_stall_us;
+    for (const prefetch::PredictorStats& ps : p.predictors) {
+      c.prefetch_issued_bytes += ps.issued_bytes;
+      c.prefetch_used_bytes += ps.used_bytes;
+      c.prefetch_late_bytes += ps.late_bytes;
+      c.prefetch_wasted_bytes += ps.wasted_bytes;
+      if (ps.name == "sequential") {
+        c.prefetch_sequential_issued_bytes = ps.issued_bytes;
+        c.prefetch_sequential_used_bytes = ps.used_bytes + ps.late_bytes;
+      } else if (ps.name == "tree") {
+        c.prefetch_tree_issued_bytes = ps.issued_bytes;
+        c.prefetch_tree_used_bytes = ps.used_bytes + ps.late_bytes;
+      }
+    }
+    c.prefetch_inflight_bytes = p.inflight_bytes;
+    c.prefetch_window_bytes = p.window_bytes;
+    c.prefetch_unread_bytes = p.unread_bytes;
+    c.prefetch_dirs_described = p.dirs_described;
+  }
   // A transport failure marks the link down; an open session means up; a
   // hub that answers without a session is being re-established.
   if (!link.connected) {

@@ -38,6 +38,7 @@ struct HubSpokeOptions {
   // Answer CREATEs here under the directory's lease (write-behind).
   bool local_creates = false;
   std::chrono::milliseconds local_create_delay{250};
+  bool prefetch = true;  // docs/prefetch.md
   std::string metrics_address = "127.0.0.1";
   std::optional<uint16_t> metrics_port;
 };

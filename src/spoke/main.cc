@@ -36,6 +36,7 @@ struct Flags {
   bool immutable = false;
   bool local_creates = false;  // --local-creates: the default, spelled out
   bool no_local_creates = false;
+  bool no_prefetch = false;
   uint32_t local_create_delay_ms = 250;
   std::optional<uint16_t> metrics_port;
   int hub_connect_timeout_s = 30;
@@ -171,6 +172,7 @@ int RunHub(const Flags& flags, const sigset_t& stop_signals) {
   options.immutable = flags.immutable;
   options.local_creates = !flags.no_local_creates;
   options.local_create_delay = std::chrono::milliseconds(flags.local_create_delay_ms);
+  options.prefetch = !flags.no_prefetch;
   options.metrics_port = flags.metrics_port;
   options.metrics_address = flags.listen;
   if (!flags.cache_size.empty()) {
@@ -230,6 +232,8 @@ int main(int argc, char** argv) {
                  "Hub mode: how long a create answered on the spoke waits before it is sent "
                  "(a create removed meanwhile is never sent)")
       ->capture_default_str();
+  app.add_flag("--no-prefetch", flags.no_prefetch,
+               "Hub mode: fetch only what READs ask for (no prefetch predictor)");
   app.add_option("--metrics-port", flags.metrics_port,
                  "Hub mode: Prometheus text endpoint on --listen (0: pick a free one)");
   app.add_option("--hub-connect-timeout", flags.hub_connect_timeout_s,

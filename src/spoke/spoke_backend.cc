@@ -42,7 +42,9 @@ SpokeBackend::SpokeBackend(HubLink* link, cache::ChunkCache* cache, WriteJournal
       changes_(std::make_unique<ChangeBatcher>(link)) {}
 
 SpokeBackend::~SpokeBackend() {
-  // Its sends call back into the flushers and the caches: stop it first.
+  // It fetches through everything else: stop it first.
+  prefetcher_.reset();
+  // Its sends call back into the flushers and the caches: stop it next.
   local_.reset();
 }
 
@@ -58,6 +60,7 @@ Result<std::unique_ptr<SpokeBackend>> SpokeBackend::Open(HubLink* link, cache::C
     return Status::NotDirectory("portal " + backend->options_.portal);
   }
   backend->root_ = FromProto(resp.object().ref());
+  if (backend->options_.prefetch) backend->StartPrefetch();
   if (journal) {
     backend->flushers_ = std::make_unique<WorkerPool>(kFlusherThreads);
     // Before the uploader: it sends recovered creates ahead of their data.
@@ -134,6 +137,7 @@ SpokeStats SpokeBackend::Stats() const {
   s.hub_state_seconds = std::chrono::duration<double>(options_.clock->Now() - link.since).count();
   s.session = link.session;
   s.immutable = options_.immutable;
+  if (prefetcher_) s.prefetch = prefetcher_->Stats();
   if (journal_) s.journal_bytes = journal_->Stats().pending_bytes;
   if (local_) {
     const LocalCreatesStats l = local_->Stats();
@@ -213,7 +217,9 @@ void SpokeBackend::FetchAttr(const vfs::Credentials& cred, const FileKey& key,
 void SpokeBackend::GetAttr(const vfs::Credentials& cred, const vfs::Handle& h,
                            vfs::Callback<vfs::Attr> cb) {
   auto key = KeyOr(h, cb);
-  if (key) FetchAttr(cred, *key, std::move(cb));
+  if (!key) return;
+  RecordOp(cred, prefetch::AccessOp::kGetAttr, *key);
+  FetchAttr(cred, *key, std::move(cb));
 }
 
 void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
@@ -237,6 +243,7 @@ void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
     if (auto child_attr = meta_->GetAttr(child->ino, allow)) {
       ++metadata_hits_;
       if (Status s = vfs::CheckSearch(*dir_attr, cred); !s.ok()) return cb(s);
+      RecordLookup(cred, *dkey, *child, child_attr->type);
       return cb(
           vfs::LookupReply{vfs::Entry{MakeHandle(*child), Patched(*child, *child_attr)}, dir_attr});
     }
@@ -252,7 +259,7 @@ void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
   *req.mutable_dir() = ToProto(*dkey);
   req.set_name(std::string(name));
   link_->Call(&Hub::Stub::async::Lookup, std::move(req),
-              [this, dkey = *dkey, name = std::string(name), epoch, cb = std::move(cb)](
+              [this, cred, dkey = *dkey, name = std::string(name), epoch, cb = std::move(cb)](
                   Result<v1::LookupResponse> r, Grant g) {
                 if (!r.ok()) {
                   // The hub leased the directory before it found no such
@@ -274,8 +281,33 @@ void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
                   meta_->PutLookup(dkey, name, child, expiry, epoch);
                 }
                 entry->attr = Patched(child, entry->attr);
+                RecordLookup(cred, dkey, child, entry->attr.type);
                 cb(vfs::LookupReply{std::move(*entry), *dir_attr});
               });
+}
+
+prefetch::AccessEvent SpokeBackend::EventOf(const vfs::Credentials& cred, prefetch::AccessOp op,
+                                            const FileKey& key) const {
+  prefetch::AccessEvent e;
+  e.time_ns = NowNs();
+  e.uid = cred.uid;
+  e.op = op;
+  e.file = {key.ino, key.gen};
+  return e;
+}
+
+void SpokeBackend::RecordOp(const vfs::Credentials& cred, prefetch::AccessOp op,
+                            const FileKey& key) {
+  if (ring_) Record(EventOf(cred, op, key));
+}
+
+void SpokeBackend::RecordLookup(const vfs::Credentials& cred, const FileKey& dir,
+                                const FileKey& child, vfs::FileType type) {
+  if (!ring_) return;
+  prefetch::AccessEvent e = EventOf(cred, prefetch::AccessOp::kLookup, child);
+  e.parent = {dir.ino, dir.gen};
+  e.is_dir = type == vfs::FileType::kDirectory;
+  Record(e);
 }
 
 void SpokeBackend::LookupParent(const vfs::Credentials& cred, const vfs::Handle& dir,
@@ -361,6 +393,7 @@ void SpokeBackend::ReadDir(const vfs::Credentials& cred, const vfs::Handle& dir,
                            const vfs::ReadDirRequest& rd, vfs::Callback<vfs::DirPage> cb) {
   auto dkey = KeyOr(dir, cb);
   if (!dkey) return;
+  if (rd.cookie == 0) RecordOp(cred, prefetch::AccessOp::kReadDir, *dkey);
   const bool local_file = HasLocal(LocalScope::kFile, dkey->ino);
   if (local_file || HasLocal(LocalScope::kDir, dkey->ino)) {
     // A listing from the hub must hold what was created here (and a file

@@ -13,8 +13,12 @@
 //  - chunks (ChunkFetcher over a cache::ChunkCache): immutable and named by
 //    hash, so a cached chunk is always good, with or without a lease.
 // READ: chunk map -> each extent's chunk (cache, else hub, shared fetches)
-// -> the reply, a zero-copy slice when one chunk covers it. Sequential reads
-// of a file prefetch the next `readahead_chunks` chunks.
+// -> the reply, a zero-copy slice when one chunk covers it.
+// Prefetch (src/prefetch/, docs/prefetch.md): every LOOKUP, GETATTR, READDIR
+// and READ is recorded in an access ring; the Prefetcher's predictors read
+// it and fetch ahead through this backend (spoke_backend_prefetch.cc):
+// whole directories described in one DescribeDir round trip, chunks into
+// the cache.
 // Namespace changes go to the hub synchronously, tagged with the session (so
 // the hub does not invalidate us for our own change); the replies refresh or
 // drop our entries. Writes: see spoke_backend_write.cc.
@@ -30,6 +34,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -38,6 +43,8 @@
 #include "common/buffer_pool.h"
 #include "geofs/clock.h"
 #include "geofs/vfs.h"
+#include "prefetch/access_ring.h"
+#include "prefetch/prefetcher.h"
 #include "spoke/create_log.h"
 #include "spoke/write_journal.h"
 
@@ -58,14 +65,20 @@ class ChangeBatcher;
 class JournalUploader;
 class LocalCreates;
 struct ChunkMap;
+struct ReadNote;
 
 struct SpokeBackendOptions {
   std::string portal = "/";  // the hub directory served
   // Serve cached data read-only when the hub is unreachable (and refuse
   // every change with kReadOnly at all times).
   bool immutable = false;
-  // Chunks fetched ahead of a sequential reader.
-  uint32_t readahead_chunks = 4;
+  // The prefetcher (docs/prefetch.md); off: only what READs ask for is
+  // fetched.
+  bool prefetch = true;
+  prefetch::PrefetcherOptions prefetcher;
+  // Of the cache's capacity, the share prefetched chunks not read yet may
+  // take.
+  double prefetch_cache_share = 0.5;
   size_t max_cached_inodes = 1 << 20;
   Clock* clock = Clock::Real();  // REQUIRES: outlives the backend
   // Write-behind of creates (docs/coherence.md): the log of creates
@@ -102,6 +115,7 @@ struct SpokeStats {
   double hub_state_seconds = 0;  // how long the link has been in its state
   uint64_t session = 0;
   bool immutable = false;
+  std::optional<prefetch::PrefetchStats> prefetch;  // with the prefetcher on
 };
 
 class SpokeBackend : public vfs::Backend {
@@ -195,8 +209,24 @@ class SpokeBackend : public vfs::Backend {
   // `attr` of file `key` with its pending journal writes applied (a hash
   // lookup: this runs for every attribute the spoke answers with).
   vfs::Attr Patched(const FileKey& key, vfs::Attr attr) const;
-  // Readahead after a read of [offset, end) of `map`'s file.
-  void MaybeReadAhead(const FileKey& key, const ChunkMap& map, uint64_t offset, uint64_t end);
+  // The access stream (docs/prefetch.md): no-ops with prefetch off.
+  void Record(const prefetch::AccessEvent& event) {
+    if (ring_) ring_->Record(event);
+  }
+  int64_t NowNs() const;
+  prefetch::AccessEvent EventOf(const vfs::Credentials& cred, prefetch::AccessOp op,
+                                const FileKey& key) const;
+  void RecordOp(const vfs::Credentials& cred, prefetch::AccessOp op, const FileKey& key);
+  void RecordLookup(const vfs::Credentials& cred, const FileKey& dir, const FileKey& child,
+                    vfs::FileType type);
+  // Read past the handle's parsing; `note` (may be null) learns where the
+  // chunks came from.
+  void ReadWithNote(const vfs::Credentials& cred, const FileKey& key, uint64_t offset,
+                    uint32_t count, vfs::Callback<vfs::ReadReply> cb,
+                    std::shared_ptr<ReadNote> note);
+  // Starts the prefetcher over this backend (spoke_backend_prefetch.cc).
+  void StartPrefetch();
+  class PrefetchBridge;
 
   // FetchAttr, waiting. REQUIRES: not on a gRPC thread.
   Result<vfs::Attr> AttrSync(const vfs::Credentials& cred, const FileKey& key);
@@ -276,9 +306,11 @@ class SpokeBackend : public vfs::Backend {
   // Directories whose listing is more than a page (LearnWhetherMissing).
   std::unordered_set<uint64_t> large_dirs_;  // guarded by large_dirs_mu_
 
-  std::mutex readahead_mu_;
-  // Per file: where the next sequential read would start.
-  std::unordered_map<uint64_t, uint64_t> next_offset_;  // guarded by readahead_mu_
+  // The access stream and what reads it; null with prefetch off. The
+  // prefetcher goes before the fetcher and caches it uses.
+  std::unique_ptr<prefetch::AccessRing> ring_;
+  std::unique_ptr<prefetch::PrefetchSource> bridge_;  // a PrefetchBridge
+  std::unique_ptr<prefetch::Prefetcher> prefetcher_;
   // Commits the journal at the hub in the background; null without a
   // journal. Stopped before the caches its hooks update go.
   std::unique_ptr<JournalUploader> uploader_;

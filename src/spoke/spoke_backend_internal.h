@@ -24,6 +24,12 @@ std::optional<FileKey> KeyOr(const vfs::Handle& h, const vfs::Callback<T>& cb) {
   return *key;
 }
 
+struct ChunkMap;
+// A chunk map as the hub sends it (GetChunkMap, DescribeDir), checked.
+Result<std::shared_ptr<const ChunkMap>> MapFromProto(
+    uint64_t version, const v1::Attr& attr,
+    const google::protobuf::RepeatedPtrField<v1::Extent>& extents);
+
 // A request message with the caller's credentials filled in.
 template <typename Req>
 Req WithCred(const vfs::Credentials& cred) {

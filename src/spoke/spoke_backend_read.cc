@@ -1,4 +1,4 @@
-// SpokeBackend: READ (chunk maps, chunks, readahead, journal overlay).
+// SpokeBackend: READ (chunk maps, chunks, journal overlay).
 #include <algorithm>
 #include <cstring>
 
@@ -12,29 +12,6 @@
 namespace geofs::spoke {
 namespace {
 
-// Files tracked for sequential detection; beyond it the table starts over.
-constexpr size_t kMaxTrackedFiles = 4096;
-
-Result<std::shared_ptr<const ChunkMap>> MapFromProto(const v1::GetChunkMapResponse& r) {
-  auto map = std::make_shared<ChunkMap>();
-  map->version = r.version();
-  GEOFS_ASSIGN_OR_RETURN(map->attr, FromProto(r.attr()));
-  map->extents.reserve(r.extents_size());
-  for (const v1::Extent& e : r.extents()) {
-    auto id = chunk::ChunkId::FromBytes(
-        std::span(reinterpret_cast<const uint8_t*>(e.chunk_id().data()), e.chunk_id().size()));
-    if (!id.ok()) return Status::IoError("hub sent a malformed chunk id");
-    if (e.chunk_offset() + e.length() > e.chunk_length()) {
-      return Status::IoError("hub sent an extent beyond its chunk");
-    }
-    map->extents.push_back(
-        MapExtent{e.offset(), e.length(), *id, e.chunk_offset(), e.chunk_length()});
-  }
-  std::sort(map->extents.begin(), map->extents.end(),
-            [](const MapExtent& a, const MapExtent& b) { return a.offset < b.offset; });
-  return std::shared_ptr<const ChunkMap>(std::move(map));
-}
-
 // The first extent of `map` that ends after `offset`.
 std::vector<MapExtent>::const_iterator FirstEndingAfter(const ChunkMap& map, uint64_t offset) {
   return std::upper_bound(
@@ -45,8 +22,14 @@ std::vector<MapExtent>::const_iterator FirstEndingAfter(const ChunkMap& map, uin
 // Assembles one READ reply from the chunks of the extents it touches.
 class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
  public:
-  ReadAssembly(uint64_t begin, uint64_t end, vfs::ReadReply reply, vfs::Callback<vfs::ReadReply> cb)
-      : begin_(begin), end_(end), reply_(std::move(reply)), cb_(std::move(cb)) {}
+  // `note` (may be null) learns where the chunks came from.
+  ReadAssembly(uint64_t begin, uint64_t end, vfs::ReadReply reply, vfs::Callback<vfs::ReadReply> cb,
+               std::shared_ptr<ReadNote> note)
+      : begin_(begin),
+        end_(end),
+        reply_(std::move(reply)),
+        cb_(std::move(cb)),
+        note_(std::move(note)) {}
 
   // Fetches every extent overlapping [begin, end) and answers.
   void Run(ChunkFetcher* fetcher, BufferPool* pool, const ChunkMap& map,
@@ -64,14 +47,16 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
       auto self = shared_from_this();
       uint64_t want = end_ - begin_;
       fetcher->GetRange(
-          e.id, e.chunk_offset + (begin_ - e.offset), want, [self, e, want](Result<Buffer> raw) {
+          e.id, e.chunk_offset + (begin_ - e.offset), want,
+          [self, e, want](Result<Buffer> raw) {
             if (!raw.ok()) return self->cb_(raw.status());
             if (raw->size() < want) {
               return self->cb_(Status::IoError("chunk " + e.id.ToHex() + " is short"));
             }
             self->reply_.data = std::move(raw).value();
             self->cb_(std::move(self->reply_));
-          });
+          },
+          note_.get());
       return;
     }
     buffer_ = pool->Allocate(end_ - begin_, &out_);
@@ -92,7 +77,8 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
               return self->Done(Status::IoError("chunk " + e.id.ToHex() + " is short"));
             }
             self->Done(Status::Ok());
-          });
+          },
+          note_.get());
     }
     ZeroHole(filled, end_);
     Done(Status::Ok());
@@ -126,6 +112,7 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
   vfs::ReadReply reply_;
   vfs::Callback<vfs::ReadReply> cb_;
   std::vector<PendingRange> overlay_;
+  const std::shared_ptr<ReadNote> note_;
   Buffer buffer_;
   uint8_t* out_ = nullptr;
   std::mutex mu_;
@@ -134,6 +121,28 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
 };
 
 }  // namespace
+
+Result<std::shared_ptr<const ChunkMap>> MapFromProto(
+    uint64_t version, const v1::Attr& attr,
+    const google::protobuf::RepeatedPtrField<v1::Extent>& extents) {
+  auto map = std::make_shared<ChunkMap>();
+  map->version = version;
+  GEOFS_ASSIGN_OR_RETURN(map->attr, FromProto(attr));
+  map->extents.reserve(extents.size());
+  for (const v1::Extent& e : extents) {
+    auto id = chunk::ChunkId::FromBytes(
+        std::span(reinterpret_cast<const uint8_t*>(e.chunk_id().data()), e.chunk_id().size()));
+    if (!id.ok()) return Status::IoError("hub sent a malformed chunk id");
+    if (e.chunk_offset() + e.length() > e.chunk_length()) {
+      return Status::IoError("hub sent an extent beyond its chunk");
+    }
+    map->extents.push_back(
+        MapExtent{e.offset(), e.length(), *id, e.chunk_offset(), e.chunk_length()});
+  }
+  std::sort(map->extents.begin(), map->extents.end(),
+            [](const MapExtent& a, const MapExtent& b) { return a.offset < b.offset; });
+  return std::shared_ptr<const ChunkMap>(std::move(map));
+}
 
 void SpokeBackend::FetchChunkMap(const vfs::Credentials& cred, const FileKey& key,
                                  std::function<void(Result<std::shared_ptr<const ChunkMap>>)> cb) {
@@ -172,7 +181,7 @@ void SpokeBackend::FetchChunkMap(const vfs::Credentials& cred, const FileKey& ke
           }
           return cb(r.status());
         }
-        auto map = MapFromProto(*r);
+        auto map = MapFromProto(r->version(), r->attr(), r->extents());
         if (!map.ok()) return cb(map.status());
         meta_->PutChunkMap(key, *map, ExpiryOf(g), epoch);
         cb(std::move(map));
@@ -183,8 +192,30 @@ void SpokeBackend::Read(const vfs::Credentials& cred, const vfs::Handle& h, uint
                         uint32_t count, vfs::Callback<vfs::ReadReply> cb) {
   auto key = KeyOr(h, cb);
   if (!key) return;
-  FetchChunkMap(cred, *key,
-                [this, key = *key, offset, count,
+  if (ring_) {
+    // The access stream learns of the READ when it is answered: how long it
+    // waited, and whether its chunks were cached.
+    prefetch::AccessEvent e = EventOf(cred, prefetch::AccessOp::kRead, *key);
+    const int64_t start = e.time_ns;
+    e.offset = offset;
+    e.length = count;
+    auto note = std::make_shared<ReadNote>();
+    cb = [this, e, note, start, cb = std::move(cb)](Result<vfs::ReadReply> r) mutable {
+      e.outcome = static_cast<prefetch::AccessOutcome>(note->worst.load());
+      e.wait_us = static_cast<uint32_t>(std::min<int64_t>((NowNs() - start) / 1000, UINT32_MAX));
+      Record(e);
+      cb(std::move(r));
+    };
+    return ReadWithNote(cred, *key, offset, count, std::move(cb), std::move(note));
+  }
+  ReadWithNote(cred, *key, offset, count, std::move(cb), nullptr);
+}
+
+void SpokeBackend::ReadWithNote(const vfs::Credentials& cred, const FileKey& key, uint64_t offset,
+                                uint32_t count, vfs::Callback<vfs::ReadReply> cb,
+                                std::shared_ptr<ReadNote> note) {
+  FetchChunkMap(cred, key,
+                [this, key, offset, count, note,
                  cb = std::move(cb)](Result<std::shared_ptr<const ChunkMap>> map) {
                   if (!map.ok()) return cb(map.status());
                   vfs::Attr attr = Patched(key, (*map)->attr);
@@ -195,33 +226,12 @@ void SpokeBackend::Read(const vfs::Credentials& cred, const vfs::Handle& h, uint
                   reply.eof = end >= attr.size;
                   reply.attr = attr;
                   if (offset >= end) return cb(std::move(reply));
-                  MaybeReadAhead(key, **map, offset, end);
                   std::vector<PendingRange> overlay;
                   if (journal_) overlay = journal_->Read(key, offset, end - offset);
-                  auto assembly =
-                      std::make_shared<ReadAssembly>(offset, end, std::move(reply), std::move(cb));
+                  auto assembly = std::make_shared<ReadAssembly>(offset, end, std::move(reply),
+                                                                 std::move(cb), note);
                   assembly->Run(fetcher_.get(), &reply_pool_, **map, std::move(overlay));
                 });
-}
-
-void SpokeBackend::MaybeReadAhead(const FileKey& key, const ChunkMap& map, uint64_t offset,
-                                  uint64_t end) {
-  if (options_.readahead_chunks == 0) return;
-  {
-    std::lock_guard lock(readahead_mu_);
-    if (next_offset_.size() >= kMaxTrackedFiles) next_offset_.clear();
-    auto [it, fresh] = next_offset_.try_emplace(key.ino, 0);
-    // A read from the start, or one continuing where the last ended.
-    bool sequential = offset == 0 || (!fresh && it->second == offset);
-    it->second = end;
-    if (!sequential) return;
-  }
-  std::vector<chunk::ChunkId> ahead;
-  for (auto it = FirstEndingAfter(map, end);
-       it != map.extents.end() && ahead.size() < options_.readahead_chunks; ++it) {
-    if (ahead.empty() || !(ahead.back() == it->id)) ahead.push_back(it->id);
-  }
-  if (!ahead.empty()) fetcher_->Prefetch(ahead);
 }
 
 }  // namespace geofs::spoke

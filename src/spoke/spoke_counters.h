@@ -54,6 +54,24 @@ struct SpokeCounters {
   uint64_t local_create_conflicts = 0;   // the name was taken: kept under another
   uint64_t local_creates_lost = 0;       // refused by the hub
 
+  // Demand READs and the prefetcher (docs/prefetch.md).
+  uint64_t reads = 0;
+  uint64_t read_hits = 0;             // every chunk was in the cache
+  uint64_t read_joined = 0;           // some chunk was on its way already
+  uint64_t read_stall_microseconds = 0;  // waits of READs that were not hits
+  uint64_t prefetch_issued_bytes = 0;
+  uint64_t prefetch_used_bytes = 0;    // read after they landed
+  uint64_t prefetch_late_bytes = 0;    // read while on their way
+  uint64_t prefetch_wasted_bytes = 0;  // not read within the horizon
+  uint64_t prefetch_sequential_issued_bytes = 0;
+  uint64_t prefetch_sequential_used_bytes = 0;
+  uint64_t prefetch_tree_issued_bytes = 0;
+  uint64_t prefetch_tree_used_bytes = 0;
+  uint64_t prefetch_inflight_bytes = 0;
+  uint64_t prefetch_window_bytes = 0;
+  uint64_t prefetch_unread_bytes = 0;
+  uint64_t prefetch_dirs_described = 0;
+
   HubLinkState hub_link = HubLinkState::kDown;
   double hub_state_seconds = 0;  // how long the link has been up / not up
   uint64_t session = 0;          // the hub session id; 0: none
