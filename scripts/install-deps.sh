@@ -18,6 +18,12 @@ packages=(
   python3-torch
 )
 
+# tests/deploy: systemd-analyze verifies the units; node and npm validate
+# the Kubernetes manifests. A machine whose node comes from elsewhere (with
+# npm inside it) keeps it: Debian's npm would conflict with that package.
+command -v systemd-analyze >/dev/null || packages+=(systemd)
+command -v npm >/dev/null || packages+=(nodejs npm)
+
 if [[ "${1:-}" == "--bench" ]]; then
   # NFS-Ganesha for bench/compare_ganesha.sh; awscli (/usr/bin/aws) for the
   # `aws s3 sync` column of bench/import_bench.sh.
