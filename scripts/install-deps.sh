@@ -13,6 +13,8 @@ packages=(
   libnfs-dev libnfs-utils libcli11-dev nlohmann-json3-dev libfuse3-dev fuse3
   clang libclang-rt-14-dev
   rpcbind
+  # scripts/demo.sh reads the spoke's metrics endpoint.
+  curl
   # tests/realprog: a PyTorch DataLoader through the FUSE bridge (174
   # packages, about 600 MiB installed; under 2 minutes here).
   python3-torch
