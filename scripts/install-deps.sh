@@ -13,10 +13,18 @@ packages=(
   libnfs-dev libnfs-utils libcli11-dev nlohmann-json3-dev libfuse3-dev fuse3
   clang libclang-rt-14-dev
   rpcbind
+  # scripts/demo.sh reads the spoke's metrics endpoint.
+  curl
   # tests/realprog: a PyTorch DataLoader through the FUSE bridge (174
   # packages, about 600 MiB installed; under 2 minutes here).
   python3-torch
 )
+
+# tests/deploy: systemd-analyze verifies the units; node and npm validate
+# the Kubernetes manifests. A machine whose node comes from elsewhere (with
+# npm inside it) keeps it: Debian's npm would conflict with that package.
+command -v systemd-analyze >/dev/null || packages+=(systemd)
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 if [[ "${1:-}" == "--bench" ]]; then
   # NFS-Ganesha for bench/compare_ganesha.sh; awscli (/usr/bin/aws) for the
