@@ -3,6 +3,8 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -1049,6 +1051,97 @@ TEST_F(HubServiceLeasedTest, ApplyChangesDefersAChangeThatWouldWait) {
   ASSERT_EQ(alone.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   EXPECT_TRUE(alone.get().ok());
   EXPECT_TRUE(Exists(hub_.ns(), a.ref(), "x"));
+}
+
+}  // namespace
+}  // namespace geofs::hub
+
+namespace geofs::hub {
+namespace {
+
+// DescribeDir: a page of a directory with each file's attributes and chunk
+// map, what the spoke's prefetcher asks for in one round trip.
+TEST_F(HubServiceTest, DescribeDirSendsEachFilesMapWithItsEntry) {
+  const v1::Entry dir = Create(root_, "train", v1::DIRECTORY);
+  const v1::Entry sub = Create(dir.ref(), "sub", v1::DIRECTORY);
+  std::vector<v1::Entry> files;
+  for (int i = 0; i < 5; ++i) {
+    files.push_back(Create(dir.ref(), "f" + std::to_string(i), v1::REGULAR));
+    v1::CommitFileResponse committed;
+    ASSERT_TRUE(CommitWhole(files.back().ref(), RandomBytes(1000 + i, i), ChunkMap(files.back().ref()).version(), &committed).ok());
+  }
+  v1::DescribeDirRequest req;
+  *req.mutable_dir() = dir.ref();
+  v1::DescribeDirResponse resp;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::DescribeDir, req, &resp).ok());
+  EXPECT_TRUE(resp.eof());
+  ASSERT_EQ(resp.entries_size(), 6);  // no "." or ".."
+  int maps = 0;
+  for (const v1::DescribedEntry& d : resp.entries()) {
+    const v1::Entry& e = d.entry().entry();
+    if (d.entry().name() == "sub") {
+      EXPECT_FALSE(d.has_map());
+      EXPECT_EQ(e.ref().ino(), sub.ref().ino());
+      continue;
+    }
+    ASSERT_TRUE(d.has_map()) << d.entry().name();
+    ++maps;
+    const v1::GetChunkMapResponse map = ChunkMap(e.ref());
+    EXPECT_EQ(d.version(), map.version());
+    EXPECT_EQ(e.attr().size(), map.attr().size());
+    ASSERT_EQ(d.extents_size(), map.extents_size());
+    EXPECT_EQ(d.extents(0).chunk_id(), map.extents(0).chunk_id());
+  }
+  EXPECT_EQ(maps, 5);
+}
+
+TEST_F(HubServiceTest, DescribeDirPagesStopAtTheExtentLimitAndContinue) {
+  const v1::Entry dir = Create(root_, "d", v1::DIRECTORY);
+  for (int i = 0; i < 6; ++i) {
+    v1::Entry f = Create(dir.ref(), "f" + std::to_string(i), v1::REGULAR);
+    v1::CommitFileResponse committed;
+    ASSERT_TRUE(CommitWhole(f.ref(), RandomBytes(100, 10 + i), ChunkMap(f.ref()).version(), &committed).ok());
+  }
+  std::set<std::string> seen;
+  v1::DescribeDirRequest req;
+  *req.mutable_dir() = dir.ref();
+  req.set_max_extents(2);
+  for (int page = 0; page < 10; ++page) {
+    v1::DescribeDirResponse resp;
+    ASSERT_TRUE(Call(&v1::Hub::Stub::DescribeDir, req, &resp).ok());
+    EXPECT_LE(resp.entries_size(), 2);
+    for (const v1::DescribedEntry& d : resp.entries()) {
+      EXPECT_TRUE(seen.insert(d.entry().name()).second) << d.entry().name();
+    }
+    if (resp.eof()) break;
+    ASSERT_GT(resp.entries_size(), 0);
+    req.set_cookie(resp.entries(resp.entries_size() - 1).entry().cookie());
+    req.set_verifier(resp.verifier());
+  }
+  EXPECT_EQ(seen.size(), 6u);
+}
+
+TEST_F(HubServiceTest, DescribeDirLeavesOutMapsTheCallerMayNotRead) {
+  const v1::Entry dir = Create(root_, "d", v1::DIRECTORY);
+  v1::Entry f = Create(dir.ref(), "secret", v1::REGULAR);  // 0644, root's
+  v1::SetAttrRequest chmod;
+  *chmod.mutable_ref() = f.ref();
+  chmod.mutable_attrs()->set_mode(0600);
+  v1::SetAttrResponse chmodded;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::SetAttr, chmod, &chmodded).ok());
+  v1::DescribeDirRequest req;
+  *req.mutable_dir() = dir.ref();
+  req.mutable_cred()->set_uid(1000);
+  req.mutable_cred()->set_gid(1000);
+  v1::DescribeDirResponse resp;
+  ASSERT_TRUE(Call(&v1::Hub::Stub::DescribeDir, req, &resp).ok());
+  ASSERT_EQ(resp.entries_size(), 1);
+  EXPECT_FALSE(resp.entries(0).has_map());
+  // A stale directory is refused, as ReadDir refuses it.
+  v1::FileRef gone = dir.ref();
+  gone.set_gen(gone.gen() + 1);
+  *req.mutable_dir() = gone;
+  EXPECT_FALSE(Call(&v1::Hub::Stub::DescribeDir, req, &resp).ok());
 }
 
 }  // namespace
