@@ -45,6 +45,14 @@ Status Cancelled(grpc::ServerContext* ctx) {
   return Status(StatusCode::kDeadlineExceeded, "the call was cancelled or its deadline passed");
 }
 
+void ToProto(const meta::Extent& e, v1::Extent* out) {
+  out->set_offset(e.offset);
+  out->set_length(e.length);
+  out->set_chunk_id(e.chunk.data(), e.chunk.size());
+  out->set_chunk_offset(e.chunk_offset);
+  out->set_chunk_length(e.chunk_size);
+}
+
 v1::Compression ToProto(chunk::Compression c) {
   return c == chunk::Compression::kZstd ? v1::ZSTD : v1::NONE;
 }
@@ -62,14 +70,7 @@ grpc::Status HubService::GetChunkMap(grpc::ServerContext* ctx, const v1::GetChun
     resp->Clear();
     resp->set_version(map.version);
     ToProto(map.attr, resp->mutable_attr());
-    for (const meta::Extent& e : map.extents) {
-      v1::Extent* out = resp->add_extents();
-      out->set_offset(e.offset);
-      out->set_length(e.length);
-      out->set_chunk_id(e.chunk.data(), e.chunk.size());
-      out->set_chunk_offset(e.chunk_offset);
-      out->set_chunk_length(e.chunk_size);
-    }
+    for (const meta::Extent& e : map.extents) ToProto(e, resp->add_extents());
     return Inos{req->ref().ino()};
   });
 }
@@ -116,14 +117,7 @@ grpc::Status HubService::DescribeDir(grpc::ServerContext* ctx, const v1::Describ
       out->set_version(map->version);
       // The map's attributes belong to its version.
       ToProto(map->attr, de->mutable_entry()->mutable_attr());
-      for (const meta::Extent& x : map->extents) {
-        v1::Extent* ext = out->add_extents();
-        ext->set_offset(x.offset);
-        ext->set_length(x.length);
-        ext->set_chunk_id(x.chunk.data(), x.chunk.size());
-        ext->set_chunk_offset(x.chunk_offset);
-        ext->set_chunk_length(x.chunk_size);
-      }
+      for (const meta::Extent& x : map->extents) ToProto(x, out->add_extents());
       extents += map->extents.size();
     }
     return described;

@@ -30,8 +30,8 @@ class Predictor {
  public:
   virtual ~Predictor() = default;
   virtual std::string_view name() const = 0;
-  // Sees one event; appends what it predicts to `wants`. Called from the
-  // prefetcher's thread only, in event order.
+  // Sees one event; appends what it predicts to `wants`. Called by one
+  // thread at a time, in event order.
   virtual void Observe(const AccessEvent& event, std::vector<Want>* wants) = 0;
 };
 

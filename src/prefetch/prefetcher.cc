@@ -54,9 +54,13 @@ void Prefetcher::Stop() {
 
 void Prefetcher::Loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
-    RunOnce();
+    const bool busy = RunOnce();
+    // Answers from the source wake the loop at once; the ring is polled,
+    // often while the job reads, rarely while it does not.
     std::unique_lock lock(mu_);
-    wake_.wait_for(lock, stop, options_.poll_interval, [] { return false; });
+    wake_.wait_for(lock, stop, busy ? options_.poll_interval : options_.idle_poll_interval,
+                   [this] { return kicked_; });
+    kicked_ = false;
   }
 }
 
@@ -66,13 +70,22 @@ int64_t Prefetcher::NowNs() const {
       .count();
 }
 
-void Prefetcher::RunOnce() {
-  events_.clear();
-  ring_->Drain(&events_);
+bool Prefetcher::RunOnce() {
+  const bool busy = Sync();
+  StartDescribes();
+  Dispatch();
+  return busy;
+}
+
+bool Prefetcher::Sync() {
   std::vector<std::pair<Want, uint8_t>> ranges;
+  size_t drained;
   {
+    std::lock_guard reader(reader_mu_);
+    events_.clear();
+    drained = ring_->Drain(&events_);
     std::lock_guard lock(mu_);
-    counters_.events += events_.size();
+    counters_.events += drained;
     counters_.events_dropped = ring_->dropped();
     for (const AccessEvent& e : events_) {
       if (e.op == AccessOp::kRead) NoteRead(e);
@@ -106,12 +119,11 @@ void Prefetcher::RunOnce() {
         const uint64_t to = want.length == 0 ? f->size : want.offset + want.length;
         Enqueue(*f, tag, want.offset, to);
       }
-      wake_.notify_all();
+      Kick();
       if (callbacks_ == 0) idle_.notify_all();
     });
   }
-  StartDescribes();
-  Dispatch();
+  return drained > 0;
 }
 
 void Prefetcher::NoteRead(const AccessEvent& e) {
@@ -292,7 +304,7 @@ void Prefetcher::StartDescribes() {
           }
         }
       }
-      wake_.notify_all();
+      Kick();
       if (callbacks_ == 0) idle_.notify_all();
     });
   }
@@ -384,8 +396,13 @@ void Prefetcher::Landed(const chunk::ChunkId& id, const Status& status) {
     }
     if (o.resolved) outstanding_.erase(it);
   }
-  wake_.notify_all();
+  Kick();
   if (callbacks_ == 0) idle_.notify_all();
+}
+
+void Prefetcher::Kick() {
+  kicked_ = true;
+  wake_.notify_all();
 }
 
 void Prefetcher::UpdateWindowLocked(int64_t now) {

@@ -60,7 +60,10 @@ struct PrefetcherOptions {
   double min_precision = 0.25;
   double probe_share = 0.05;
   uint64_t judge_after_bytes = 16 << 20;  // resolved bytes before precision counts
+  // How often the thread reads the access ring: while events arrive, and
+  // once they stopped.
   std::chrono::milliseconds poll_interval{1};
+  std::chrono::milliseconds idle_poll_interval{20};
   Clock* clock = Clock::Real();  // REQUIRES: outlives the prefetcher
 };
 
@@ -106,8 +109,12 @@ class Prefetcher {
 
   void Start();
   void Stop();
-  // One step of the thread: drain the ring, predict, sweep, dispatch.
-  void RunOnce();
+  // One step of the thread: Sync(), then send what the budget allows.
+  // True if the ring held events.
+  bool RunOnce();
+  // Reads the ring and shows its events to the predictors, so that Stats()
+  // counts every event recorded before the call. Any thread.
+  bool Sync();
   PrefetchStats Stats() const;
 
  private:
@@ -156,6 +163,9 @@ class Prefetcher {
   // Sends queued chunks while the window and the cache budget allow.
   void Dispatch();
   void Landed(const chunk::ChunkId& id, const Status& s);
+  // Wakes the thread: an answer from the source may let more go out.
+  // REQUIRES: mu_.
+  void Kick();
   void UpdateWindowLocked(int64_t now);
   void Loop(std::stop_token stop);
 
@@ -163,14 +173,18 @@ class Prefetcher {
   AccessRing* const ring_;
   const std::vector<std::unique_ptr<Predictor>> predictors_;
   const PrefetcherOptions options_;
-  std::vector<AccessEvent> events_;  // reader thread's scratch
-  std::vector<Want> wants_;          // likewise
+  // The ring's one reader at a time, and what only that reader touches:
+  // the scratch vectors and the predictors.
+  std::mutex reader_mu_;
+  std::vector<AccessEvent> events_;  // guarded by reader_mu_
+  std::vector<Want> wants_;          // guarded by reader_mu_
 
   mutable std::mutex mu_;
   std::condition_variable_any wake_;
   std::condition_variable idle_;  // callbacks_ reached 0
   uint32_t callbacks_ = 0;        // guarded by mu_: source calls not answered yet
   bool stopping_ = false;         // guarded by mu_
+  bool kicked_ = false;           // guarded by mu_: Kick() since the thread last woke
   std::vector<Score> scores_;     // guarded by mu_: per predictor
   std::deque<std::shared_ptr<FileTask>> urgent_;                 // guarded by mu_
   std::vector<std::deque<std::shared_ptr<FileTask>>> queues_;    // guarded by mu_: per tag

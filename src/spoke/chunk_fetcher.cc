@@ -84,7 +84,7 @@ void ChunkFetcher::FetchMissing(const chunk::ChunkId& id, Callback cb, ReadNote*
       cached_meanwhile = true;
     } else {
       it->second.waiters.push_back(std::move(cb));
-      if (note) note->Saw(fresh ? ReadNote::kHub : ReadNote::kJoined);
+      if (note) note->Saw(fresh ? prefetch::AccessOutcome::kMiss : prefetch::AccessOutcome::kJoined);
       if (!fresh) {
         ++shared_;
         PromoteQueuedPrefetch(id);
@@ -94,7 +94,7 @@ void ChunkFetcher::FetchMissing(const chunk::ChunkId& id, Callback cb, ReadNote*
   }
   if (landed) {
     ++shared_;
-    if (note) note->Saw(ReadNote::kJoined);
+    if (note) note->Saw(prefetch::AccessOutcome::kJoined);
     return cb(*std::move(landed));
   }
   if (cached_meanwhile) {

@@ -33,6 +33,7 @@
 #include "chunk/chunk_id.h"
 #include "geofs/buffer.h"
 #include "geofs/status.h"
+#include "prefetch/access_event.h"
 
 namespace geofs::spoke {
 
@@ -49,14 +50,12 @@ struct FetchStats {
   uint64_t queued = 0;            // chunks that waited for a free call
 };
 
-// Where a read's chunks came from, the worst of them: filled in by the
-// fetcher for the access stream (prefetch/access_event.h). Values match
-// prefetch::AccessOutcome.
+// Where a read's chunks came from, the worst of them (kHit < kJoined <
+// kMiss): filled in by the fetcher for the access stream.
 struct ReadNote {
-  static constexpr uint8_t kCache = 0, kJoined = 1, kHub = 2;
-  std::atomic<uint8_t> worst{kCache};
-  void Saw(uint8_t source) {
-    uint8_t cur = worst.load(std::memory_order_relaxed);
+  std::atomic<prefetch::AccessOutcome> worst{prefetch::AccessOutcome::kHit};
+  void Saw(prefetch::AccessOutcome source) {
+    prefetch::AccessOutcome cur = worst.load(std::memory_order_relaxed);
     while (cur < source && !worst.compare_exchange_weak(cur, source, std::memory_order_relaxed)) {
     }
   }

@@ -137,7 +137,10 @@ SpokeStats SpokeBackend::Stats() const {
   s.hub_state_seconds = std::chrono::duration<double>(options_.clock->Now() - link.since).count();
   s.session = link.session;
   s.immutable = options_.immutable;
-  if (prefetcher_) s.prefetch = prefetcher_->Stats();
+  if (prefetcher_) {
+    prefetcher_->Sync();  // every READ answered so far is counted
+    s.prefetch = prefetcher_->Stats();
+  }
   if (journal_) s.journal_bytes = journal_->Stats().pending_bytes;
   if (local_) {
     const LocalCreatesStats l = local_->Stats();
@@ -243,7 +246,7 @@ void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
     if (auto child_attr = meta_->GetAttr(child->ino, allow)) {
       ++metadata_hits_;
       if (Status s = vfs::CheckSearch(*dir_attr, cred); !s.ok()) return cb(s);
-      RecordLookup(cred, *dkey, *child, child_attr->type);
+      RecordLookup(cred.uid, *dkey, *child, child_attr->type);
       return cb(
           vfs::LookupReply{vfs::Entry{MakeHandle(*child), Patched(*child, *child_attr)}, dir_attr});
     }
@@ -259,7 +262,8 @@ void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
   *req.mutable_dir() = ToProto(*dkey);
   req.set_name(std::string(name));
   link_->Call(&Hub::Stub::async::Lookup, std::move(req),
-              [this, cred, dkey = *dkey, name = std::string(name), epoch, cb = std::move(cb)](
+              [this, uid = cred.uid, dkey = *dkey, name = std::string(name), epoch,
+               cb = std::move(cb)](
                   Result<v1::LookupResponse> r, Grant g) {
                 if (!r.ok()) {
                   // The hub leased the directory before it found no such
@@ -281,16 +285,16 @@ void SpokeBackend::Lookup(const vfs::Credentials& cred, const vfs::Handle& dir,
                   meta_->PutLookup(dkey, name, child, expiry, epoch);
                 }
                 entry->attr = Patched(child, entry->attr);
-                RecordLookup(cred, dkey, child, entry->attr.type);
+                RecordLookup(uid, dkey, child, entry->attr.type);
                 cb(vfs::LookupReply{std::move(*entry), *dir_attr});
               });
 }
 
-prefetch::AccessEvent SpokeBackend::EventOf(const vfs::Credentials& cred, prefetch::AccessOp op,
+prefetch::AccessEvent SpokeBackend::EventOf(uint32_t uid, prefetch::AccessOp op,
                                             const FileKey& key) const {
   prefetch::AccessEvent e;
-  e.time_ns = NowNs();
-  e.uid = cred.uid;
+  e.time_ns = NowNsOf(options_.clock);
+  e.uid = uid;
   e.op = op;
   e.file = {key.ino, key.gen};
   return e;
@@ -298,13 +302,13 @@ prefetch::AccessEvent SpokeBackend::EventOf(const vfs::Credentials& cred, prefet
 
 void SpokeBackend::RecordOp(const vfs::Credentials& cred, prefetch::AccessOp op,
                             const FileKey& key) {
-  if (ring_) Record(EventOf(cred, op, key));
+  if (ring_) Record(EventOf(cred.uid, op, key));
 }
 
-void SpokeBackend::RecordLookup(const vfs::Credentials& cred, const FileKey& dir,
-                                const FileKey& child, vfs::FileType type) {
+void SpokeBackend::RecordLookup(uint32_t uid, const FileKey& dir, const FileKey& child,
+                                vfs::FileType type) {
   if (!ring_) return;
-  prefetch::AccessEvent e = EventOf(cred, prefetch::AccessOp::kLookup, child);
+  prefetch::AccessEvent e = EventOf(uid, prefetch::AccessOp::kLookup, child);
   e.parent = {dir.ino, dir.gen};
   e.is_dir = type == vfs::FileType::kDirectory;
   Record(e);

@@ -65,7 +65,6 @@ class ChangeBatcher;
 class JournalUploader;
 class LocalCreates;
 struct ChunkMap;
-struct ReadNote;
 
 struct SpokeBackendOptions {
   std::string portal = "/";  // the hub directory served
@@ -213,17 +212,9 @@ class SpokeBackend : public vfs::Backend {
   void Record(const prefetch::AccessEvent& event) {
     if (ring_) ring_->Record(event);
   }
-  int64_t NowNs() const;
-  prefetch::AccessEvent EventOf(const vfs::Credentials& cred, prefetch::AccessOp op,
-                                const FileKey& key) const;
+  prefetch::AccessEvent EventOf(uint32_t uid, prefetch::AccessOp op, const FileKey& key) const;
   void RecordOp(const vfs::Credentials& cred, prefetch::AccessOp op, const FileKey& key);
-  void RecordLookup(const vfs::Credentials& cred, const FileKey& dir, const FileKey& child,
-                    vfs::FileType type);
-  // Read past the handle's parsing; `note` (may be null) learns where the
-  // chunks came from.
-  void ReadWithNote(const vfs::Credentials& cred, const FileKey& key, uint64_t offset,
-                    uint32_t count, vfs::Callback<vfs::ReadReply> cb,
-                    std::shared_ptr<ReadNote> note);
+  void RecordLookup(uint32_t uid, const FileKey& dir, const FileKey& child, vfs::FileType type);
   // Starts the prefetcher over this backend (spoke_backend_prefetch.cc).
   void StartPrefetch();
   class PrefetchBridge;

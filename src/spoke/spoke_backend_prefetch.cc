@@ -111,12 +111,6 @@ class SpokeBackend::PrefetchBridge final : public prefetch::PrefetchSource {
   const uint64_t cache_budget_;
 };
 
-int64_t SpokeBackend::NowNs() const {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             options_.clock->Now().time_since_epoch())
-      .count();
-}
-
 void SpokeBackend::StartPrefetch() {
   const uint64_t capacity = cache_->Stats().capacity_bytes;
   ring_ = std::make_unique<prefetch::AccessRing>();

@@ -22,14 +22,15 @@ std::vector<MapExtent>::const_iterator FirstEndingAfter(const ChunkMap& map, uin
 // Assembles one READ reply from the chunks of the extents it touches.
 class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
  public:
-  // `note` (may be null) learns where the chunks came from.
+  // With `trace`, the READ is recorded in the access stream when it is
+  // answered: how long it waited, and whether its chunks were cached.
   ReadAssembly(uint64_t begin, uint64_t end, vfs::ReadReply reply, vfs::Callback<vfs::ReadReply> cb,
-               std::shared_ptr<ReadNote> note)
+               std::optional<ReadTrace> trace)
       : begin_(begin),
         end_(end),
         reply_(std::move(reply)),
         cb_(std::move(cb)),
-        note_(std::move(note)) {}
+        trace_(std::move(trace)) {}
 
   // Fetches every extent overlapping [begin, end) and answers.
   void Run(ChunkFetcher* fetcher, BufferPool* pool, const ChunkMap& map,
@@ -49,14 +50,14 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
       fetcher->GetRange(
           e.id, e.chunk_offset + (begin_ - e.offset), want,
           [self, e, want](Result<Buffer> raw) {
-            if (!raw.ok()) return self->cb_(raw.status());
+            if (!raw.ok()) return self->Answer(raw.status());
             if (raw->size() < want) {
-              return self->cb_(Status::IoError("chunk " + e.id.ToHex() + " is short"));
+              return self->Answer(Status::IoError("chunk " + e.id.ToHex() + " is short"));
             }
             self->reply_.data = std::move(raw).value();
-            self->cb_(std::move(self->reply_));
+            self->Answer(std::move(self->reply_));
           },
-          note_.get());
+          Note());
       return;
     }
     buffer_ = pool->Allocate(end_ - begin_, &out_);
@@ -78,7 +79,7 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
             }
             self->Done(Status::Ok());
           },
-          note_.get());
+          Note());
     }
     ZeroHole(filled, end_);
     Done(Status::Ok());
@@ -96,7 +97,7 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
       if (!status.ok() && first_error_.ok()) first_error_ = status;
       if (--remaining_ > 0) return;
     }
-    if (!first_error_.ok()) return cb_(first_error_);
+    if (!first_error_.ok()) return Answer(first_error_);
     // Journalled writes are newer than anything committed.
     for (const PendingRange& p : overlay_) {
       uint64_t from = std::max(p.offset, begin_);
@@ -105,14 +106,21 @@ class ReadAssembly : public std::enable_shared_from_this<ReadAssembly> {
         std::memcpy(out_ + (from - begin_), p.data.data() + (from - p.offset), to - from);
     }
     reply_.data = std::move(buffer_);
-    cb_(std::move(reply_));
+    Answer(std::move(reply_));
+  }
+
+  ReadNote* Note() { return trace_ ? &trace_->note : nullptr; }
+
+  void Answer(Result<vfs::ReadReply> r) {
+    if (trace_) trace_->Record();
+    cb_(std::move(r));
   }
 
   const uint64_t begin_, end_;
   vfs::ReadReply reply_;
   vfs::Callback<vfs::ReadReply> cb_;
   std::vector<PendingRange> overlay_;
-  const std::shared_ptr<ReadNote> note_;
+  std::optional<ReadTrace> trace_;
   Buffer buffer_;
   uint8_t* out_ = nullptr;
   std::mutex mu_;
@@ -192,31 +200,15 @@ void SpokeBackend::Read(const vfs::Credentials& cred, const vfs::Handle& h, uint
                         uint32_t count, vfs::Callback<vfs::ReadReply> cb) {
   auto key = KeyOr(h, cb);
   if (!key) return;
+  std::optional<ReadTrace> trace;
   if (ring_) {
-    // The access stream learns of the READ when it is answered: how long it
-    // waited, and whether its chunks were cached.
-    prefetch::AccessEvent e = EventOf(cred, prefetch::AccessOp::kRead, *key);
-    const int64_t start = e.time_ns;
-    e.offset = offset;
-    e.length = count;
-    auto note = std::make_shared<ReadNote>();
-    cb = [this, e, note, start, cb = std::move(cb)](Result<vfs::ReadReply> r) mutable {
-      e.outcome = static_cast<prefetch::AccessOutcome>(note->worst.load());
-      e.wait_us = static_cast<uint32_t>(std::min<int64_t>((NowNs() - start) / 1000, UINT32_MAX));
-      Record(e);
-      cb(std::move(r));
-    };
-    return ReadWithNote(cred, *key, offset, count, std::move(cb), std::move(note));
+    trace.emplace(ring_.get(), options_.clock, EventOf(cred.uid, prefetch::AccessOp::kRead, *key));
+    trace->event.offset = offset;
+    trace->event.length = count;
   }
-  ReadWithNote(cred, *key, offset, count, std::move(cb), nullptr);
-}
-
-void SpokeBackend::ReadWithNote(const vfs::Credentials& cred, const FileKey& key, uint64_t offset,
-                                uint32_t count, vfs::Callback<vfs::ReadReply> cb,
-                                std::shared_ptr<ReadNote> note) {
-  FetchChunkMap(cred, key,
-                [this, key, offset, count, note,
-                 cb = std::move(cb)](Result<std::shared_ptr<const ChunkMap>> map) {
+  FetchChunkMap(cred, *key,
+                [this, key = *key, offset, count, trace = std::move(trace),
+                 cb = std::move(cb)](Result<std::shared_ptr<const ChunkMap>> map) mutable {
                   if (!map.ok()) return cb(map.status());
                   vfs::Attr attr = Patched(key, (*map)->attr);
                   const uint64_t end = offset >= attr.size
@@ -229,7 +221,7 @@ void SpokeBackend::ReadWithNote(const vfs::Credentials& cred, const FileKey& key
                   std::vector<PendingRange> overlay;
                   if (journal_) overlay = journal_->Read(key, offset, end - offset);
                   auto assembly = std::make_shared<ReadAssembly>(offset, end, std::move(reply),
-                                                                 std::move(cb), note);
+                                                                 std::move(cb), std::move(trace));
                   assembly->Run(fetcher_.get(), &reply_pool_, **map, std::move(overlay));
                 });
 }

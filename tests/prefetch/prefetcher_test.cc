@@ -133,6 +133,10 @@ class PrefetcherTest : public ::testing::Test {
     e.time_ns = Now();
     ring_.Record(e);
   }
+  // Three files of `dir` opened: an epoch of it, to the tree predictor.
+  void OpenThree(uint64_t dir) {
+    for (uint64_t f = 1; f <= 3; ++f) Lookup(dir, f);
+  }
   void Read(uint64_t ino, uint64_t offset, uint32_t length, AccessOutcome outcome) {
     AccessEvent e;
     e.op = AccessOp::kRead;
@@ -197,9 +201,7 @@ TEST_F(PrefetcherTest, BytesInFlightStayWithinTheWindow) {
   options.initial_window = 8 * kChunk;
   options.min_window = 8 * kChunk;
   Make(options);
-  Lookup(100, 1);
-  Lookup(100, 2);
-  Lookup(100, 3);
+  OpenThree(100);
   prefetcher_->RunOnce();
   EXPECT_EQ(source_.Pending(), 8u);
   prefetcher_->RunOnce();  // nothing landed: nothing more goes out
@@ -213,9 +215,7 @@ TEST_F(PrefetcherTest, PrefetchStopsAtTheCacheBudgetAndGoesOnAsTheJobReads) {
   for (uint64_t f = 1; f <= 20; ++f) source_.AddFile(100, f, 1);
   source_.budget = 5 * kChunk;
   Make();
-  Lookup(100, 1);
-  Lookup(100, 2);
-  Lookup(100, 3);
+  OpenThree(100);
   RunToIdle();
   EXPECT_EQ(source_.fetched, 5u);
   EXPECT_EQ(prefetcher_->Stats().unread_bytes, 5 * kChunk);
@@ -231,9 +231,7 @@ TEST_F(PrefetcherTest, ChunksCachedOrOnTheirWayAreNotFetchedAgain) {
   for (uint64_t f = 1; f <= 10; ++f) source_.AddFile(100, f, 1);
   source_.Cache(IdOf(4000));  // read before
   Make();
-  Lookup(100, 1);
-  Lookup(100, 2);
-  Lookup(100, 3);
+  OpenThree(100);
   RunToIdle();
   EXPECT_EQ(source_.fetched, 9u);
   PrefetchStats s = prefetcher_->Stats();
@@ -252,9 +250,7 @@ TEST_F(PrefetcherTest, AFileTheJobReadsGoesToTheFrontOfTheQueue) {
   options.initial_window = 2 * kChunk;
   options.min_window = 2 * kChunk;
   Make(options);
-  Lookup(100, 1);
-  Lookup(100, 2);
-  Lookup(100, 3);
+  OpenThree(100);
   prefetcher_->RunOnce();
   EXPECT_FALSE(source_.IsPending(IdOf(90000)));
   // The job opens file 90 while the queue is far from it: its chunk is
@@ -290,9 +286,7 @@ TEST_F(PrefetcherTest, UnreadPrefetchesPastTheHorizonAreWasteAndCostTheirPredict
   options.horizon = std::chrono::seconds(10);
   options.judge_after_bytes = 10 * kChunk;
   Make(options);
-  Lookup(100, 1);
-  Lookup(100, 2);
-  Lookup(100, 3);
+  OpenThree(100);
   RunToIdle();
   clock_.Advance(std::chrono::seconds(11));
   prefetcher_->RunOnce();
@@ -307,9 +301,7 @@ TEST_F(PrefetcherTest, ReadsWhileAPrefetchIsOnItsWayAreLateAndGrowTheWindow) {
   for (uint64_t f = 1; f <= 10; ++f) source_.AddFile(100, f, 1);
   Make();
   const uint64_t window = prefetcher_->Stats().window_bytes;
-  Lookup(100, 1);
-  Lookup(100, 2);
-  Lookup(100, 3);
+  OpenThree(100);
   prefetcher_->RunOnce();
   ASSERT_TRUE(source_.IsPending(IdOf(5000)));
   Read(5, 0, kChunk, AccessOutcome::kJoined);
@@ -341,9 +333,7 @@ TEST_F(PrefetcherTest, AHubThatCannotDescribeOrFetchLeavesNothingBehind) {
   for (uint64_t f = 1; f <= 10; ++f) source_.AddFile(100, f, 1);
   source_.fail_describes = true;
   Make();
-  Lookup(100, 1);
-  Lookup(100, 2);
-  Lookup(100, 3);
+  OpenThree(100);
   RunToIdle();
   EXPECT_EQ(prefetcher_->Stats().describe_errors, 1u);
   EXPECT_EQ(source_.fetched, 0u);
@@ -363,9 +353,7 @@ TEST_F(PrefetcherTest, StopsWithFetchesInFlight) {
   for (uint64_t f = 1; f <= 10; ++f) source_.AddFile(100, f, 1);
   Make();
   prefetcher_->Start();
-  Lookup(100, 1);
-  Lookup(100, 2);
-  Lookup(100, 3);
+  OpenThree(100);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (source_.Pending() == 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::yield();
